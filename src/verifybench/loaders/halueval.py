@@ -1,0 +1,102 @@
+"""HaluEval (RUCAIBox/HaluEval): qa, dialogue and summarization pairs, and general ChatGPT responses.
+
+The qa, dialogue and summarization files hold one right and one hallucinated output per row, for the
+same knowledge or document: each row becomes two cases, `<task>-<row>-right` (label False) then
+`<task>-<row>-hallucinated` (label True), sharing `meta.group = row` so a split can keep pairs together.
+`general_data.json` has no source text; its own `ID` field repeats ("ID" appears twice), so case ids
+come from the row number and the original ID is kept in `meta.source_id`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifybench.cases import Case, Source, Span
+from verifybench.errors import DataError, RecordError
+from verifybench.loaders.generic import CaseStream
+from verifybench.loaders.readers import Record, read_jsonl
+
+# task -> (source field, question field, right output field, hallucinated output field)
+PAIR_TASKS = {
+    "qa": ("knowledge", "question", "right_answer", "hallucinated_answer"),
+    "dialogue": ("knowledge", "dialogue_history", "right_response", "hallucinated_response"),
+    "summarization": ("document", None, "right_summary", "hallucinated_summary"),
+}
+TASKS = (*PAIR_TASKS, "general")
+
+
+def _task_of(path: Path) -> str:
+    stem = path.stem.removesuffix("_data")
+    if stem not in TASKS:
+        raise DataError(f"{path}: cannot tell the HaluEval task from the file name; set task: one of {TASKS}")
+    return stem
+
+
+def _missing(rec: Record, *fields: str | None) -> RecordError | None:
+    for f in fields:
+        if f and not isinstance(rec.data.get(f), str):
+            why = "missing required field" if f not in rec.data else f"must be a string, got {type(rec.data[f]).__name__}"
+            return RecordError(rec.loc, why, f)
+    return None
+
+
+def _general(rec: Record) -> Case | RecordError:
+    if err := _missing(rec, "user_query", "chatgpt_response", "hallucination"):
+        return err
+    flag = rec.data["hallucination"].strip().lower()
+    if flag not in ("yes", "no"):
+        return RecordError(rec.loc, f"expected 'yes' or 'no', got {rec.data['hallucination']!r}", "hallucination")
+    response = rec.data["chatgpt_response"]
+    spans, unmatched = [], 0
+    for text in rec.data.get("hallucination_spans") or []:
+        start = response.find(text)
+        if start < 0:
+            unmatched += 1
+        else:
+            spans.append(Span(start=start, end=start + len(text), text=text))
+    return Case(
+        id=f"general-{rec.loc.index}",
+        dataset="halueval-general",
+        doc_type="general",
+        question=rec.data["user_query"],
+        response=response,
+        label=flag == "yes",
+        spans=spans or None,
+        meta={"source_id": rec.data.get("ID"), "row": rec.loc.index, "unmatched_spans": unmatched},
+    ).at(rec.loc)
+
+
+def halueval(path: str | Path, task: str | None = None) -> CaseStream:
+    """Cases from one HaluEval file (the files are JSON Lines despite their .json name).
+
+    Args:
+        path: one of qa_data.json, dialogue_data.json, summarization_data.json, general_data.json.
+        task: "qa", "dialogue", "summarization" or "general"; default: from the file name.
+    """
+    path = Path(path)
+    task = task or _task_of(path)
+    if task not in TASKS:
+        raise DataError(f"{path}: unknown HaluEval task {task!r}; expected one of {TASKS}")
+    for rec in read_jsonl(path):
+        if isinstance(rec, RecordError):
+            yield rec
+            continue
+        if task == "general":
+            yield _general(rec)
+            continue
+        source_f, question_f, right_f, halluc_f = PAIR_TASKS[task]
+        if err := _missing(rec, source_f, question_f, right_f, halluc_f):
+            yield err
+            continue
+        row = rec.loc.index
+        for kind, field, label in (("right", right_f, False), ("hallucinated", halluc_f, True)):
+            yield Case(
+                id=f"{task}-{row}-{kind}",
+                dataset=f"halueval-{task}",
+                doc_type=task,
+                question=rec.data[question_f] if question_f else None,
+                sources=[Source(id=source_f, text=rec.data[source_f])],
+                response=rec.data[field],
+                label=label,
+                meta={"group": row},
+            ).at(rec.loc)

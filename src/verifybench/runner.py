@@ -1,0 +1,285 @@
+"""The runner: streams a suite's cases in batches through every verifier and appends the verdicts.
+
+Guarantees:
+- A verifier that raises on a case yields an error verdict for that case; the run goes on.
+- Verdicts are appended and flushed batch by batch: a run killed at any moment loses at most the batch
+  in flight, and `resume` scores exactly the (verifier, case) pairs that have no verdict yet.
+- The input is validated (and counted, for the progress bar's ETA) before any verifier runs, so bad data
+  fails fast, before anything is computed.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from verifybench.cases import Case, Verdict
+from verifybench.errors import RecordError, VerifybenchError
+from verifybench.loaders import dataset_hash, iter_cases
+from verifybench.rundir import (
+    CASES, ERRORS, MANIFEST, RESULTS, JsonlAppender, case_index_row, iter_jsonl, read_json, repair_tail,
+    write_json,
+)
+from verifybench.suite import Suite, parse_suite
+from verifybench.verifiers import Verifier, build
+
+PACKAGES = (
+    "verifybench", "numpy", "pandas", "scikit-learn", "pydantic", "sacrebleu", "rouge-score",
+    "sentence-transformers", "torch", "relationalai", "openai", "anthropic", "llama-cpp-python", "datasets",
+)
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def batched(items: Iterable[Case], size: int) -> Iterator[list[Case]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def _error_verdict(case: Case, verifier: Verifier, message: str) -> Verdict:
+    return Verdict(case_id=case.id, verifier=verifier.id, error=message)
+
+
+def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
+    """Run one batch: one verdict per case, whatever the verifier does.
+
+    A batch call that raises, or returns verdicts that do not match the batch, is retried one case at a
+    time so a single bad case costs only its own verdict. A verdict without a latency gets its share of
+    the batch's wall time.
+    """
+    start = time.perf_counter()
+    try:
+        verdicts = verifier.verify(batch)
+        got = [v.case_id for v in verdicts]
+        if got != [c.id for c in batch]:
+            raise VerifybenchError(
+                f"verifier {verifier.id!r} returned verdicts for {len(got)} cases in another order or set "
+                f"than the {len(batch)} cases given"
+            )
+    except Exception as e:  # noqa: BLE001
+        if len(batch) == 1:
+            verdicts = [_error_verdict(batch[0], verifier, f"{type(e).__name__}: {e}")]
+        else:
+            verdicts = [v for case in batch for v in verify_batch(verifier, [case])]
+            return verdicts
+    share = (time.perf_counter() - start) * 1000.0 / len(batch)
+    for v in verdicts:
+        v.verifier = verifier.id
+        if v.latency_ms is None:
+            v.latency_ms = share
+        if v.error is None and v.score is None:
+            v.error = "verifier returned neither a score nor an error"
+    return verdicts
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    n_cases: int
+    new_verdicts: int
+    errors: int
+    load_errors: int
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
+    by_doc, by_label, by_split, n = Counter(), Counter(), Counter(), 0
+    for c in cases:
+        n += 1
+        by_doc[c.doc_type] += 1
+        by_label["hallucinated" if c.label else "faithful"] += 1
+        by_split[c.split or "none"] += 1
+    return {"total": n, "by_doc_type": dict(by_doc), "by_label": dict(by_label), "by_split": dict(by_split)}
+
+
+def describe(suite: Suite) -> dict[str, Any]:
+    """Count a suite's cases by doc type, label and split without running any verifier."""
+    errors: list[RecordError] = []
+    counts = count_cases(iter_cases(suite.dataset, errors))
+    counts["skipped_records"] = len(errors)
+    counts["suite"] = suite.name
+    return counts
+
+
+def default_run_dir(suite: Suite, root: Path = Path("reports")) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = root / f"{suite.name}-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = root / f"{suite.name}-{stamp}-{n}"
+    return path
+
+
+class Runner:
+    """Runs one suite into one run directory.
+
+    Args:
+        suite: the parsed suite.
+        run_dir: where results go; must be new or empty unless `resume` is set.
+        resume: continue the run already in `run_dir`.
+        progress: show a progress bar per verifier.
+        verifiers: pre-built verifier objects (default: built from the suite).
+    """
+
+    def __init__(self, suite: Suite, run_dir: Path, resume: bool = False, progress: bool = True,
+                 verifiers: list[Verifier] | None = None):
+        self.suite = suite
+        self.run_dir = Path(run_dir)
+        self.resume = resume
+        self.progress = progress
+        self.verifiers = verifiers or [build(e.name, e.id, **e.options) for e in suite.verifiers]
+
+    def _check_new_or_resumable(self) -> None:
+        results = self.run_dir / RESULTS
+        if not self.resume and results.exists() and results.stat().st_size > 0:
+            raise VerifybenchError(f"{self.run_dir} already holds results; resume it with --resume {self.run_dir}")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    def _manifest(self, counts: dict[str, Any], data_hash: str, status: str) -> dict[str, Any]:
+        previous = read_json(self.run_dir / MANIFEST) if (self.run_dir / MANIFEST).exists() else {}
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return {
+            "format": 1,
+            "status": status,
+            "created": previous.get("created", now),
+            "updated": now,
+            "suite": {
+                "name": self.suite.name,
+                "path": self.suite.source,
+                "hash": self.suite.hash,
+                "raw": self.suite.raw,
+                "base_dir": previous.get("suite", {}).get("base_dir") or str(Path(self.suite.source or ".").resolve().parent),
+                "data_dir": self.suite.data_dir,
+            },
+            "dataset": {"hash": data_hash, "loader": self.suite.dataset.loader,
+                        "options": self.suite.dataset.options, **counts},
+            "verifiers": [
+                {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash}
+                for v in self.verifiers
+            ],
+            "packages": package_versions(),
+            "platform": {"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
+            "resumes": previous.get("resumes", -1) + 1,
+        }
+
+    def _index_cases(self) -> tuple[dict[str, Any], list[RecordError]]:
+        """First pass: validate, count and write the case index."""
+        load_errors: list[RecordError] = []
+
+        def indexed() -> Iterator[Case]:
+            with open(self.run_dir / CASES, "w", encoding="utf-8") as f:
+                for case in iter_cases(self.suite.dataset, load_errors):
+                    f.write(json.dumps(case_index_row(case), ensure_ascii=False, default=str) + "\n")
+                    yield case
+
+        counts = count_cases(indexed())
+        return counts, load_errors
+
+    def _check_resume(self, data_hash: str) -> set[tuple[str, str]]:
+        manifest = read_json(self.run_dir / MANIFEST)
+        if manifest["dataset"]["hash"] != data_hash:
+            raise VerifybenchError(
+                f"{self.run_dir}: the dataset changed since this run started (hash "
+                f"{manifest['dataset']['hash'][:12]} then, {data_hash[:12]} now); start a new run instead"
+            )
+        mine = {v.id: v.config_hash for v in self.verifiers}
+        theirs = {v["id"]: v["config_hash"] for v in manifest["verifiers"]}
+        if mine != theirs:
+            raise VerifybenchError(f"{self.run_dir}: verifier configs differ from the run's manifest; start a new run")
+        repair_tail(self.run_dir / RESULTS)
+        return {(r["verifier"], r["case_id"]) for r in iter_jsonl(self.run_dir / RESULTS)}
+
+    def run(self) -> RunResult:
+        self._check_new_or_resumable()
+        data_hash = dataset_hash(self.suite.dataset)
+        done = self._check_resume(data_hash) if self.resume else set()
+        counts, load_errors = self._index_cases()
+        write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, "running"))
+        if not self.resume or not (self.run_dir / ERRORS).exists():
+            with JsonlAppender(self.run_dir / ERRORS) as log:
+                log.write(json.dumps({"kind": "input", **e.to_dict()}, ensure_ascii=False) for e in load_errors)
+
+        total = counts["total"]
+        new, failed = 0, 0
+        with _Progress(self.verifiers, total, done, enabled=self.progress) as bar, \
+                JsonlAppender(self.run_dir / RESULTS) as results, JsonlAppender(self.run_dir / ERRORS) as errlog:
+            for batch in batched(iter_cases(self.suite.dataset), self.suite.batch_size):
+                for verifier in self.verifiers:
+                    todo = [c for c in batch if (verifier.id, c.id) not in done]
+                    if not todo:
+                        continue
+                    verdicts = verify_batch(verifier, todo)
+                    results.write(v.model_dump_json(exclude_none=True) for v in verdicts)
+                    bad = [v for v in verdicts if v.error is not None]
+                    if bad:
+                        errlog.write(json.dumps({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
+                                                 "message": v.error}, ensure_ascii=False) for v in bad)
+                    new += len(verdicts)
+                    failed += len(bad)
+                    bar.advance(verifier.id, len(todo))
+        write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, "complete"))
+        return RunResult(self.run_dir, total, new, failed, len(load_errors), counts)
+
+
+class _Progress:
+    """One rich progress bar per verifier, with cases/s and ETA."""
+
+    def __init__(self, verifiers: list[Verifier], total: int, done: set[tuple[str, str]], enabled: bool):
+        self.enabled = enabled
+        self.tasks: dict[str, Any] = {}
+        if not enabled:
+            return
+        from rich.progress import (
+            BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), transient=False,
+        )
+        for v in verifiers:
+            already = sum(1 for vid, _ in done if vid == v.id)
+            self.tasks[v.id] = self.progress.add_task(v.id, total=total, completed=already, rate="")
+
+    def advance(self, verifier_id: str, n: int) -> None:
+        if self.enabled:
+            task_id = self.tasks[verifier_id]
+            self.progress.advance(task_id, n)
+            speed = self.progress.tasks[task_id].speed
+            self.progress.update(task_id, rate=f"{speed:,.0f} cases/s" if speed else "")
+
+    def __enter__(self):
+        if self.enabled:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.progress.stop()
+
+
+def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:
+    """The suite a run directory was started with, re-resolved so the run can continue."""
+    manifest = read_json(Path(run_dir) / MANIFEST)
+    s = manifest["suite"]
+    return parse_suite(s["raw"], Path(s["base_dir"]), data_dir or s.get("data_dir"), s.get("path") or "<suite>")

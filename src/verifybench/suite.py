@@ -1,0 +1,193 @@
+"""Suite files: which dataset, which verifiers with which options, and metric settings.
+
+```yaml
+name: halueval-qa
+dataset:
+  loader: halueval
+  path: ${VERIFYBENCH_DATA}/halueval/qa_data.json
+  limit: 2000
+verifiers:
+  - rouge
+  - bleu: {order: 2}
+  - rouge: {type: rouge2, id: rouge2}     # `id` names a second configuration of one verifier
+```
+
+`${NAME}` is replaced from the environment; `${VERIFYBENCH_DATA}` falls back to `--data-dir`, then to a
+`shared/datasets` folder found beside the suite's repository. Relative paths are relative to the suite
+file's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifybench.errors import SuiteError
+from verifybench.loaders import DatasetSpec
+
+DATA_ENV = "VERIFYBENCH_DATA"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PATH_KEYS = ("path", "data_files")
+
+
+class VerifierEntry(BaseModel):
+    """One verifier of a suite: its registered `name`, the `id` its results carry, its options."""
+
+    id: str
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Suite(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    dataset: DatasetSpec
+    verifiers: list[VerifierEntry]
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    batch_size: int = Field(64, ge=1)
+    # Not part of the file: where it came from, and the raw mapping it was parsed from (hashed).
+    source: str | None = Field(None, exclude=True)
+    data_dir: str | None = Field(None, exclude=True)
+    raw: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.raw, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def find_data_dir(start: Path) -> Path | None:
+    """The nearest `shared/datasets` folder beside `start` or one of its parents."""
+    for folder in [start, *start.parents]:
+        candidate = folder / "shared" / "datasets"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _expand(value: Any, lookup, where: str) -> Any:
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: lookup(m.group(1), where), value)
+    if isinstance(value, list):
+        return [_expand(v, lookup, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _expand(v, lookup, f"{where}.{k}" if where else k) for k, v in value.items()}
+    return value
+
+
+def _resolve_path(value: Any, base: Path) -> Any:
+    if isinstance(value, str):
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else (base / p).resolve())
+    if isinstance(value, list):
+        return [_resolve_path(v, base) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve_path(v, base) for k, v in value.items()}
+    return value
+
+
+def _verifier_entries(raw: Any, where: str) -> list[VerifierEntry]:
+    if not isinstance(raw, list) or not raw:
+        raise SuiteError(f"{where}: 'verifiers' must be a non-empty list")
+    entries: list[VerifierEntry] = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            name, options = item, {}
+        elif isinstance(item, dict) and len(item) == 1:
+            name, options = next(iter(item.items()))
+            options = dict(options or {})
+            if not isinstance(options, dict):
+                raise SuiteError(f"{where}: verifiers[{i}] ({name}): options must be a mapping")
+        else:
+            raise SuiteError(f"{where}: verifiers[{i}] must be a name or a one-key mapping name: {{options}}")
+        vid = str(options.pop("id", name))
+        if any(e.id == vid for e in entries):
+            raise SuiteError(f"{where}: verifiers[{i}]: id {vid!r} is used twice; give one of them `id: <other>`")
+        entries.append(VerifierEntry(id=vid, name=name, options=options))
+    return entries
+
+
+def parse_suite(
+    raw: dict[str, Any], base_dir: Path, data_dir: Path | str | None = None, where: str = "<suite>"
+) -> Suite:
+    """Build a `Suite` from its mapping form.
+
+    Args:
+        raw: the parsed YAML.
+        base_dir: the folder relative paths are resolved against (the suite file's folder).
+        data_dir: the value of `${VERIFYBENCH_DATA}` when the environment does not set it.
+        where: the file name used in error messages.
+    """
+    if not isinstance(raw, dict):
+        raise SuiteError(f"{where}: expected a mapping at the top level")
+
+    used_data_dir: list[str] = []
+
+    def lookup(var: str, at: str) -> str:
+        if var == DATA_ENV:
+            found = data_dir or os.environ.get(DATA_ENV) or find_data_dir(base_dir.resolve())
+            if found:
+                used_data_dir.append(str(found))
+            else:
+                raise SuiteError(
+                    f"{where}: {at}: ${{{DATA_ENV}}} is not set and no shared/datasets folder was found "
+                    f"beside {base_dir}; pass --data-dir or set {DATA_ENV}"
+                )
+            return str(found)
+        if var not in os.environ:
+            raise SuiteError(f"{where}: {at}: environment variable {var} is not set")
+        return os.environ[var]
+
+    expanded = _expand(raw, lookup, "")
+    dataset = dict(expanded.get("dataset") or {})
+    for key in PATH_KEYS:
+        # The hf loader's `path` is a hub name or a builder, not a file.
+        if key in dataset and not (key == "path" and dataset.get("loader") == "hf"):
+            dataset[key] = _resolve_path(dataset[key], base_dir)
+    body = {k: v for k, v in expanded.items() if k not in ("dataset", "verifiers")}
+    body.setdefault("name", Path(where).stem)
+    try:
+        return Suite(
+            dataset=DatasetSpec.model_validate(dataset),
+            verifiers=_verifier_entries(expanded.get("verifiers"), where),
+            source=where,
+            data_dir=used_data_dir[0] if used_data_dir else None,
+            raw=raw,
+            **body,
+        )
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise SuiteError(f"{where}: {field}: {err['msg']}") from None
+
+
+def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int | None = None) -> Suite:
+    """Read a suite file.
+
+    Args:
+        path: the YAML file.
+        data_dir: where `${VERIFYBENCH_DATA}` points when the environment does not say.
+        limit: overrides `dataset.limit` (and so changes the suite's hash).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: no such suite file") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise SuiteError(f"{path}{at}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if isinstance(raw, dict) and limit is not None:
+        raw = {**raw, "dataset": {**(raw.get("dataset") or {}), "limit": limit}}
+    return parse_suite(raw, path.parent, data_dir, str(path))

@@ -1,0 +1,50 @@
+"""Verifier registry: built-in verifiers by name, third-party ones through entry points.
+
+A package adds a verifier with an entry point in the `verifybench.verifiers` group:
+
+```toml
+[project.entry-points."verifybench.verifiers"]
+my-check = "my_package.module:MyVerifier"
+```
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import entry_points
+
+from verifybench.errors import SuiteError
+from verifybench.verifiers.base import CaseVerifier, Verifier
+
+__all__ = ["BUILTIN", "CaseVerifier", "Verifier", "available", "build", "get_verifier_class"]
+
+# Import paths, not classes: listing verifiers must not import torch or a model runtime.
+BUILTIN: dict[str, str] = {
+    "bleu": "verifybench.verifiers.overlap:BleuVerifier",
+    "rouge": "verifybench.verifiers.overlap:RougeVerifier",
+}
+
+
+def _load(target: str) -> type[Verifier]:
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)
+
+
+def available() -> dict[str, str]:
+    """Every verifier name with its import path: built-in, then entry points."""
+    found = dict(BUILTIN)
+    for ep in entry_points(group="verifybench.verifiers"):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def get_verifier_class(name: str) -> type[Verifier]:
+    known = available()
+    if name not in known:
+        raise SuiteError(f"unknown verifier {name!r}; known verifiers: {', '.join(sorted(known))}")
+    return _load(known[name])
+
+
+def build(name: str, id: str | None = None, **options) -> Verifier:
+    """A configured verifier instance; bad options raise `SuiteError` naming the option."""
+    return get_verifier_class(name)(id=id, **options)
