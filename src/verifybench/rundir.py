@@ -105,8 +105,8 @@ def repair_tail(path: Path) -> int:
 class JsonlAppender:
     """Appends lines and flushes after each `write`, so what was written survives a killed process."""
 
-    def __init__(self, path: Path):
-        self._f = open(path, "a", encoding="utf-8")
+    def __init__(self, path: Path, mode: str = "a"):
+        self._f = open(path, mode, encoding="utf-8")
 
     def write(self, rows: Iterable[str]) -> None:
         self._f.write("".join(r + "\n" for r in rows))

@@ -4,8 +4,10 @@ Guarantees:
 - A verifier that raises on a case yields an error verdict for that case; the run goes on.
 - Verdicts are appended and flushed batch by batch: a run killed at any moment loses at most the batch
   in flight, and `resume` scores exactly the (verifier, case) pairs that have no verdict yet.
-- The input is validated (and counted, for the progress bar's ETA) before any verifier runs, so bad data
-  fails fast, before anything is computed.
+- The data is read once: each batch is indexed (cases.jsonl), scored, and appended. A bad record stops
+  the run there (or is skipped and logged with `on_error: skip`); what was computed before it is kept and
+  the manifest records why the run stopped. With progress bars on, a quick counting pass first gives
+  the bars their totals and ETA.
 """
 
 from __future__ import annotations
@@ -101,16 +103,6 @@ class RunResult:
     counts: dict[str, Any] = field(default_factory=dict)
 
 
-def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
-    by_doc, by_label, by_split, n = Counter(), Counter(), Counter(), 0
-    for c in cases:
-        n += 1
-        by_doc[c.doc_type] += 1
-        by_label["hallucinated" if c.label else "faithful"] += 1
-        by_split[c.split or "none"] += 1
-    return {"total": n, "by_doc_type": dict(by_doc), "by_label": dict(by_label), "by_split": dict(by_split)}
-
-
 def describe(suite: Suite) -> dict[str, Any]:
     """Count a suite's cases by doc type, label and split without running any verifier."""
     errors: list[RecordError] = []
@@ -179,21 +171,21 @@ class Runner:
             ],
             "packages": package_versions(),
             "platform": {"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
-            "resumes": previous.get("resumes", -1) + 1,
+            "resumes": previous.get("resumes", 0) + (1 if self.resume and status == "running" else 0),
         }
 
-    def _index_cases(self) -> tuple[dict[str, Any], list[RecordError]]:
-        """First pass: validate, count and write the case index."""
-        load_errors: list[RecordError] = []
+    def _count(self) -> int:
+        """Cases the progress bar expects: a quick pass that skips bad records (the main pass judges them)."""
+        lenient = self.suite.dataset.model_copy(update={"on_error": "skip"})
+        return sum(1 for _ in iter_cases(lenient, []))
 
-        def indexed() -> Iterator[Case]:
-            with open(self.run_dir / CASES, "w", encoding="utf-8") as f:
-                for case in iter_cases(self.suite.dataset, load_errors):
-                    f.write(json.dumps(case_index_row(case), ensure_ascii=False, default=str) + "\n")
-                    yield case
-
-        counts = count_cases(indexed())
-        return counts, load_errors
+    def _reset_input_errors(self) -> None:
+        """On resume the input is read again, so its errors are logged again: drop the old ones."""
+        path = self.run_dir / ERRORS
+        repair_tail(path)
+        kept = [row for row in iter_jsonl(path) if row.get("kind") != "input"]
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in kept)
 
     def _check_resume(self, data_hash: str) -> set[tuple[str, str]]:
         manifest = read_json(self.run_dir / MANIFEST)
@@ -210,41 +202,84 @@ class Runner:
         return {(r["verifier"], r["case_id"]) for r in iter_jsonl(self.run_dir / RESULTS)}
 
     def run(self) -> RunResult:
+        """One pass over the data: each batch is indexed, scored by every verifier, and appended."""
         self._check_new_or_resumable()
         data_hash = dataset_hash(self.suite.dataset)
         done = self._check_resume(data_hash) if self.resume else set()
-        counts, load_errors = self._index_cases()
-        write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, "running"))
-        if not self.resume or not (self.run_dir / ERRORS).exists():
-            with JsonlAppender(self.run_dir / ERRORS) as log:
-                log.write(json.dumps({"kind": "input", **e.to_dict()}, ensure_ascii=False) for e in load_errors)
+        if self.resume:
+            self._reset_input_errors()
+        write_json(self.run_dir / MANIFEST, self._manifest({}, data_hash, "running"))
+        total = self._count() if self.progress else None
 
-        total = counts["total"]
-        new, failed = 0, 0
-        with _Progress(self.verifiers, total, done, enabled=self.progress) as bar, \
-                JsonlAppender(self.run_dir / RESULTS) as results, JsonlAppender(self.run_dir / ERRORS) as errlog:
-            for batch in batched(iter_cases(self.suite.dataset), self.suite.batch_size):
-                for verifier in self.verifiers:
-                    todo = [c for c in batch if (verifier.id, c.id) not in done]
-                    if not todo:
-                        continue
-                    verdicts = verify_batch(verifier, todo)
-                    results.write(v.model_dump_json(exclude_none=True) for v in verdicts)
-                    bad = [v for v in verdicts if v.error is not None]
-                    if bad:
-                        errlog.write(json.dumps({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
-                                                 "message": v.error}, ensure_ascii=False) for v in bad)
-                    new += len(verdicts)
-                    failed += len(bad)
-                    bar.advance(verifier.id, len(todo))
+        load_errors: list[RecordError] = []
+        counter = _CaseCounter()
+        new = failed = skipped = 0
+        try:
+            with _Progress(self.verifiers, total, done, enabled=self.progress) as bar, \
+                    JsonlAppender(self.run_dir / CASES, mode="w") as index, \
+                    JsonlAppender(self.run_dir / RESULTS) as results, JsonlAppender(self.run_dir / ERRORS) as errlog:
+                for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
+                    index.write(json.dumps(case_index_row(c), ensure_ascii=False, default=str) for c in batch)
+                    counter.add(batch)
+                    if load_errors:
+                        skipped += len(load_errors)
+                        errlog.write(json.dumps({"kind": "input", **e.to_dict()}, ensure_ascii=False)
+                                     for e in load_errors)
+                        load_errors.clear()
+                    for verifier in self.verifiers:
+                        todo = [c for c in batch if (verifier.id, c.id) not in done]
+                        if not todo:
+                            continue
+                        verdicts = verify_batch(verifier, todo)
+                        results.write(v.model_dump_json(exclude_none=True) for v in verdicts)
+                        bad = [v for v in verdicts if v.error is not None]
+                        if bad:
+                            errlog.write(json.dumps({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
+                                                     "message": v.error}, ensure_ascii=False) for v in bad)
+                        new += len(verdicts)
+                        failed += len(bad)
+                        bar.advance(verifier.id, len(todo))
+                # Bad records after the last full batch.
+                if load_errors:
+                    skipped += len(load_errors)
+                    errlog.write(json.dumps({"kind": "input", **e.to_dict()}, ensure_ascii=False) for e in load_errors)
+        except BaseException as e:
+            # Everything appended so far stays; the manifest says why the run stopped.
+            manifest = self._manifest(counter.counts(), data_hash, "failed")
+            manifest["error"] = f"{type(e).__name__}: {e}"
+            write_json(self.run_dir / MANIFEST, manifest)
+            raise
+        counts = {**counter.counts(), "skipped_records": skipped}
         write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, "complete"))
-        return RunResult(self.run_dir, total, new, failed, len(load_errors), counts)
+        return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts)
+
+
+class _CaseCounter:
+    def __init__(self):
+        self.doc, self.label, self.split, self.n = Counter(), Counter(), Counter(), 0
+
+    def add(self, cases: Iterable[Case]) -> None:
+        for c in cases:
+            self.n += 1
+            self.doc[c.doc_type] += 1
+            self.label["hallucinated" if c.label else "faithful"] += 1
+            self.split[c.split or "none"] += 1
+
+    def counts(self) -> dict[str, Any]:
+        return {"total": self.n, "by_doc_type": dict(self.doc), "by_label": dict(self.label),
+                "by_split": dict(self.split)}
+
+
+def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
+    counter = _CaseCounter()
+    counter.add(cases)
+    return counter.counts()
 
 
 class _Progress:
     """One rich progress bar per verifier, with cases/s and ETA."""
 
-    def __init__(self, verifiers: list[Verifier], total: int, done: set[tuple[str, str]], enabled: bool):
+    def __init__(self, verifiers: list[Verifier], total: int | None, done: set[tuple[str, str]], enabled: bool):
         self.enabled = enabled
         self.tasks: dict[str, Any] = {}
         if not enabled:

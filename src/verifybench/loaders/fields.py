@@ -23,7 +23,7 @@ class FieldSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str | None = Field(None, description="case id; default: the record's index")
+    id: str | None = Field(None, description="case id field; default: `id` when present, else the record's index")
     response: str = "response"
     sources: str | list[str] | None = Field(
         "sources", description="a field holding a string, a list of strings or of {id, text, ...}; or a list of fields"
@@ -126,13 +126,13 @@ def record_to_case(
             except ValueError as e:
                 raise RecordError(loc, str(e), field) from None
 
-        mapped = {f for f in (spec.id, spec.response, spec.question, spec.label, spec.doc_type, spec.split,
+        mapped = {f for f in (spec.id or "id", spec.response, spec.question, spec.label, spec.doc_type, spec.split,
                               spec.claims, spec.spans, *source_fields) if f}
         meta_fields = spec.meta if spec.meta is not None else [k for k in data if k not in mapped]
         meta = {k: v for k in meta_fields if (v := get_field(data, k)) is not _MISSING}
         if spec.meta is None and isinstance(meta.get("meta"), dict):
             meta.update(meta.pop("meta"))  # a record's own `meta` object is flattened, not nested
-        case_id = optional(spec.id)
+        case_id = required(spec.id) if spec.id else optional("id")
         doc = optional(spec.doc_type)
         split = optional(spec.split)
         question = optional(spec.question)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 
 from verifybench.report.plots import pr_curve_svg
 from verifybench.rundir import REPORT
@@ -17,7 +17,7 @@ EXAMPLES = 5
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("verifybench", "report/templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["num"] = lambda x, d=3: "–" if x is None else f"{x:.{d}f}"
+    env.filters["num"] = lambda x, d=3: "–" if x is None or isinstance(x, Undefined) else f"{x:.{d}f}"
     return env
 
 

@@ -1,6 +1,7 @@
 """Verifier registry: built-in verifiers by name, third-party ones through entry points.
 
-A package adds a verifier with an entry point in the `verifybench.verifiers` group:
+A suite can also name a class by import path (`my_package.checks:MyVerifier`). A package adds a
+verifier under a short name with an entry point in the `verifybench.verifiers` group:
 
 ```toml
 [project.entry-points."verifybench.verifiers"]
@@ -39,6 +40,15 @@ def available() -> dict[str, str]:
 
 
 def get_verifier_class(name: str) -> type[Verifier]:
+    """A registered name, or an import path `package.module:Class` for a verifier of your own."""
+    if ":" in name:
+        try:
+            cls = _load(name)
+        except (ImportError, AttributeError) as e:
+            raise SuiteError(f"verifier {name!r} cannot be imported: {e}") from None
+        if not (isinstance(cls, type) and issubclass(cls, Verifier)):
+            raise SuiteError(f"verifier {name!r} is not a verifybench Verifier subclass")
+        return cls
     known = available()
     if name not in known:
         raise SuiteError(f"unknown verifier {name!r}; known verifiers: {', '.join(sorted(known))}")

@@ -34,11 +34,14 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class UnicodeTokenizer:
-    """rouge-score tokenizer interface; caches recent texts because many cases share one source."""
+    """rouge-score tokenizer interface. Each instance caches recent texts, because the cases of one
+    source (HaluEval's right/hallucinated pairs, many answers over one document) arrive together."""
+
+    def __init__(self, cache_size: int = 1024):
+        self._tokenize = lru_cache(maxsize=cache_size)(self._split)
 
     @staticmethod
-    @lru_cache(maxsize=4096)
-    def _tokenize(text: str) -> tuple[str, ...]:
+    def _split(text: str) -> tuple[str, ...]:
         return tuple(_WORD.findall(text.lower()))
 
     def tokenize(self, text: str) -> list[str]:

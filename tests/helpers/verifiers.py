@@ -1,0 +1,62 @@
+"""Verifiers that exist only for tests: they fail, stall or misbehave on purpose."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, ConfigDict
+
+from verifybench.cases import Case, Verdict
+from verifybench.verifiers.base import CaseVerifier, Verifier
+
+
+class FailEveryOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    every: int = 3
+
+
+class FailEvery(CaseVerifier):
+    """Scores by response length, but raises on every n-th case (by position in the id's hash order)."""
+
+    name = "fail-every"
+    description = "test verifier that raises on some cases"
+    Options = FailEveryOptions
+
+    def __init__(self, id=None, **options):
+        super().__init__(id, **options)
+        self.calls = 0
+
+    def score_case(self, case: Case) -> float:
+        self.calls += 1
+        if self.calls % self.options.every == 0:
+            raise RuntimeError(f"planted failure on {case.id}")
+        return min(1.0, len(case.response) / 500)
+
+
+class BatchFails(Verifier):
+    """Raises for a whole batch whenever it holds a case whose response contains 'boom'."""
+
+    name = "batch-fails"
+    description = "test verifier whose batch call raises"
+
+    def verify(self, batch: list[Case]) -> list[Verdict]:
+        if any("boom" in c.response for c in batch):
+            raise ValueError("boom in batch")
+        return [Verdict(case_id=c.id, verifier=self.id, score=0.5) for c in batch]
+
+
+class SlowOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ms: float = 2.0
+
+
+class Slow(CaseVerifier):
+    """A deterministic score that takes `ms` milliseconds per case, so a run can be killed mid-way."""
+
+    name = "slow"
+    description = "test verifier that sleeps"
+    Options = SlowOptions
+
+    def score_case(self, case: Case) -> float:
+        time.sleep(self.options.ms / 1000)
+        return (sum(map(ord, case.id)) % 1000) / 1000

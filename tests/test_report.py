@@ -1,0 +1,26 @@
+import json
+import re
+
+from conftest import write
+
+from verifybench import api
+from verifybench.suite import parse_suite
+
+PAYLOAD = '<script>document.title="pwned"</script><img src=x onerror="alert(1)">'
+
+
+def test_dataset_text_renders_inert(tmp_path):
+    rows = [{"id": f"c{i}", "response": f"{PAYLOAD} answer {i}", "sources": [f"{PAYLOAD} source {i % 2}"],
+             "label": i % 2, "doc_type": "</td><script>x</script>"} for i in range(12)]
+    data = write(tmp_path / "c.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    suite = parse_suite({"name": "xss", "dataset": {"loader": "jsonl", "path": str(data),
+                                                   "fields": {"doc_type": "doc_type"}},
+                         "verifiers": ["rouge", "bleu"]}, tmp_path)
+    api.run(suite, out=tmp_path / "run", progress=False)
+    html = (tmp_path / "run/report.html").read_text()
+    assert "&lt;script&gt;document.title" in html  # the text is there, shown as text
+    assert "<script" not in html.lower()  # and no script element exists at all
+    assert not re.search(r"<img[^>]*onerror", html, re.I)
+    # Self-contained: nothing is fetched from anywhere.
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "<link" not in html

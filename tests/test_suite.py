@@ -1,0 +1,54 @@
+import pytest
+from conftest import write
+
+from verifybench.errors import SuiteError
+from verifybench.suite import load_suite
+
+
+def test_data_dir_found_beside_the_repository(root, data_dir):
+    suite = load_suite(root / "evals/halueval-qa.yaml")
+    assert suite.dataset.options["path"] == str((data_dir / "halueval/qa_data.json").resolve())
+
+
+def test_environment_beats_the_search(tmp_path, monkeypatch, root):
+    monkeypatch.setenv("VERIFYBENCH_DATA", str(tmp_path))
+    suite = load_suite(root / "evals/summedits.yaml")
+    assert suite.dataset.options["path"] == str(tmp_path / "summedits")
+
+
+def test_missing_data_dir_is_explained(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERIFYBENCH_DATA", raising=False)
+    f = write(tmp_path / "s.yaml", "dataset:\n  loader: halueval\n  path: ${VERIFYBENCH_DATA}/x.json\nverifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=r"VERIFYBENCH_DATA\} is not set.*--data-dir"):
+        load_suite(f)
+
+
+def test_relative_paths_resolve_against_the_suite(tmp_path):
+    f = write(tmp_path / "evals/s.yaml", "dataset: {loader: jsonl, path: ../data/c.jsonl}\nverifiers: [rouge]\n")
+    assert load_suite(f).dataset.options["path"] == str((tmp_path / "data/c.jsonl").resolve())
+
+
+def test_yaml_error_names_line(tmp_path):
+    f = write(tmp_path / "s.yaml", "name: x\ndataset: {loader: jsonl\nverifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=r"s.yaml:3:\d+: invalid YAML"):
+        load_suite(f)
+
+
+def test_verifier_ids(tmp_path):
+    f = write(tmp_path / "s.yaml", "dataset: {loader: jsonl, path: c.jsonl}\n"
+                                   "verifiers: [rouge, {rouge: {type: rouge2, id: rouge2}}]\n")
+    suite = load_suite(f)
+    assert [(e.id, e.name, e.options) for e in suite.verifiers] == [("rouge", "rouge", {}), ("rouge2", "rouge", {"type": "rouge2"})]
+    dup = write(tmp_path / "d.yaml", "dataset: {loader: jsonl, path: c.jsonl}\nverifiers: [rouge, {rouge: {type: rouge2}}]\n")
+    with pytest.raises(SuiteError, match="id 'rouge' is used twice"):
+        load_suite(dup)
+
+
+def test_unknown_top_level_key(tmp_path):
+    f = write(tmp_path / "s.yaml", "dataset: {loader: jsonl, path: c.jsonl}\nverifiers: [rouge]\nverifers: []\n")
+    with pytest.raises(SuiteError, match="verifers"):
+        load_suite(f)
+
+
+def test_limit_override_changes_the_hash(root):
+    assert load_suite(root / "evals/demo.yaml").hash != load_suite(root / "evals/demo.yaml", limit=10).hash
