@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
 
@@ -103,13 +105,17 @@ def repair_tail(path: Path) -> int:
 
 
 class JsonlAppender:
-    """Appends lines and flushes after each `write`, so what was written survives a killed process."""
+    """Appends JSON lines and flushes after each `write`, so what was written survives a killed process.
+
+    Rows are dicts or pydantic models, serialised by pydantic-core (several times faster than `json`,
+    which matters when the verifier itself takes a tenth of a millisecond a case).
+    """
 
     def __init__(self, path: Path, mode: str = "a"):
-        self._f = open(path, mode, encoding="utf-8")
+        self._f = open(path, mode + "b")
 
-    def write(self, rows: Iterable[str]) -> None:
-        self._f.write("".join(r + "\n" for r in rows))
+    def write(self, rows: Iterable[Any]) -> None:
+        self._f.write(b"".join(_line(r) for r in rows))
         self._f.flush()
 
     def close(self) -> None:
@@ -120,6 +126,12 @@ class JsonlAppender:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _line(row: Any) -> bytes:
+    if hasattr(row, "__pydantic_serializer__"):
+        return row.__pydantic_serializer__.to_json(row, exclude_none=True) + b"\n"
+    return to_json(row, fallback=str) + b"\n"
 
 
 def read_verdicts(run_dir: Path) -> list[Verdict]:

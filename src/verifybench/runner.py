@@ -219,30 +219,29 @@ class Runner:
                     JsonlAppender(self.run_dir / CASES, mode="w") as index, \
                     JsonlAppender(self.run_dir / RESULTS) as results, JsonlAppender(self.run_dir / ERRORS) as errlog:
                 for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
-                    index.write(json.dumps(case_index_row(c), ensure_ascii=False, default=str) for c in batch)
+                    index.write(case_index_row(c) for c in batch)
                     counter.add(batch)
                     if load_errors:
                         skipped += len(load_errors)
-                        errlog.write(json.dumps({"kind": "input", **e.to_dict()}, ensure_ascii=False)
-                                     for e in load_errors)
+                        errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
                         load_errors.clear()
                     for verifier in self.verifiers:
                         todo = [c for c in batch if (verifier.id, c.id) not in done]
                         if not todo:
                             continue
                         verdicts = verify_batch(verifier, todo)
-                        results.write(v.model_dump_json(exclude_none=True) for v in verdicts)
+                        results.write(verdicts)
                         bad = [v for v in verdicts if v.error is not None]
                         if bad:
-                            errlog.write(json.dumps({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
-                                                     "message": v.error}, ensure_ascii=False) for v in bad)
+                            errlog.write({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
+                                          "message": v.error} for v in bad)
                         new += len(verdicts)
                         failed += len(bad)
                         bar.advance(verifier.id, len(todo))
                 # Bad records after the last full batch.
                 if load_errors:
                     skipped += len(load_errors)
-                    errlog.write(json.dumps({"kind": "input", **e.to_dict()}, ensure_ascii=False) for e in load_errors)
+                    errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
         except BaseException as e:
             # Everything appended so far stays; the manifest says why the run stopped.
             manifest = self._manifest(counter.counts(), data_hash, "failed")
