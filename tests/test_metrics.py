@@ -55,3 +55,48 @@ def test_one_class_gives_nan_not_a_crash():
 def test_nan_scores_are_refused():
     with pytest.raises(ValueError, match="NaN"):
         threshold_curve([0, 1], [0.1, float("nan")])
+
+
+@settings(max_examples=200, deadline=None)
+@given(labelled_scores())
+def test_areas_and_rates_match_sklearn(data):
+    from sklearn.metrics import average_precision_score, balanced_accuracy_score, roc_auc_score
+
+    y, s = data
+    c = threshold_curve(y, s)
+    assert abs(c.auroc() - roc_auc_score(y, s)) < 1e-9
+    assert abs(c.average_precision() - average_precision_score(y, s)) < 1e-9
+    for i in range(len(c)):
+        pred = s >= c.thresholds[i]
+        assert abs(c.balanced_accuracy[i] - balanced_accuracy_score(y, pred)) < 1e-9
+        assert abs(c.specificity[i] - ((~pred & ~y).sum() / (~y).sum())) < 1e-9
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10_000))
+def test_continuous_random_scores_match_sklearn(seed):
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    rng = np.random.default_rng(seed)
+    y = rng.random(500) < 0.3
+    y[:2] = [True, False]
+    s = rng.normal(size=500) + y * rng.random()
+    assert abs(auroc(y, s) - roc_auc_score(y, s)) < 1e-9
+    assert abs(auprc(y, s) - average_precision_score(y, s)) < 1e-9
+
+
+def test_weighted_curve_equals_repeated_rows():
+    y = np.array([1, 0, 1, 0, 1], bool)
+    s = np.array([0.9, 0.8, 0.4, 0.4, 0.1])
+    w = np.array([2, 1, 0, 3, 1])
+    a = threshold_curve(y, s, sample_weight=w)
+    b = threshold_curve(np.repeat(y, w), np.repeat(s, w))
+    keep = np.isin(a.thresholds, b.thresholds)
+    np.testing.assert_allclose(a.tp[keep], b.tp)
+    assert a.auroc() == pytest.approx(b.auroc())
+
+
+def test_index_of_threshold():
+    c = threshold_curve([1, 0, 1], [0.9, 0.5, 0.2])
+    assert c.index_of(0.95) is None
+    assert c.index_of(0.9) == 0 and c.index_of(0.6) == 0 and c.index_of(0.5) == 1 and c.index_of(0.0) == 2

@@ -17,7 +17,8 @@ import random
 from pathlib import Path
 
 SEED = 20261130
-INSTANCES = 3  # each scenario template is filled this many times with different values
+INSTANCES = 8  # each scenario template is filled this many times with different values
+# (8 gives 32 cases of each class per doc type and split: enough to fit a threshold per doc type)
 ERROR_TYPES = ("wrong_number", "swapped_entity", "dropped_negation", "unsupported_addition")
 
 PLANS = ["Starter", "Team", "Business", "Growth", "Pro", "Scale"]
@@ -58,7 +59,9 @@ def _date(rng: random.Random) -> tuple[int, str]:
     return day, rng.choice(MONTHS)
 
 
-# Each scenario returns (source, faithful responses, {error_type: hallucinated response}).
+# Each scenario returns (source, faithful responses, {error_type: hallucinated response}, short supported
+# sentences). A hallucinated response sometimes carries one of those supported sentences too, as real ones
+# do, so that response length alone does not give the label away.
 
 def support_plan(rng):
     plan, other = rng.sample(PLANS, 2)
@@ -74,7 +77,7 @@ def support_plan(rng):
                 f"On {plan}, API access is not included, though {fmt} export is. Refunds can be requested within "
                 f"{days} days of buying."]
     base = f"The {plan} plan costs ${price} per user per month with up to {seats} seats."
-    return source, faithful, {
+    errors = {
         "wrong_number": f"The {plan} plan costs ${price} per user per month with up to {seats} seats. Refunds can be "
                         f"requested within {_bump(rng, days)} days of purchase.",
         "swapped_entity": f"The {other} plan costs ${price} per user per month with up to {seats} seats, and it "
@@ -82,6 +85,8 @@ def support_plan(rng):
         "dropped_negation": f"{base} API access is included, and you can export to {fmt}.",
         "unsupported_addition": f"{base} {rng.choice(EXTRAS['support'])}",
     }
+    also = [f"The {other} plan adds single sign-on.", f"Refunds are possible within {days} days."]
+    return source, faithful, errors, also
 
 
 def support_outage(rng):
@@ -97,7 +102,7 @@ def support_outage(rng):
     faithful = [f"On {month} {day}, sign-in failed for {minutes} minutes for customers in {region}. No data was lost.",
                 f"Customers in the {region} region get a {credit}% credit on the next invoice automatically, without "
                 f"opening a ticket."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"Customers in {region} could not sign in for {minutes} minutes and get a "
                         f"{credit + 10}% service credit.",
         "swapped_entity": f"On {month} {day}, customers in the {other} region could not sign in for {minutes} minutes.",
@@ -106,6 +111,8 @@ def support_outage(rng):
         "unsupported_addition": f"Sign-in failed in {region} for {minutes} minutes. "
                                 f"The cause was a failed database upgrade.",
     }
+    also = [f"No other region was affected.", f"Data was not lost."]
+    return source, faithful, errors, also
 
 
 def support_shipping(rng):
@@ -118,7 +125,7 @@ def support_shipping(rng):
     faithful = [f"Your {product} ships with {carrier} and should arrive within {days} business days; shipping is "
                 f"free above ${free_over}.",
                 f"We can't deliver the {product} to a P.O. box. Unused items can be returned for 30 days."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"The {product} ships with {carrier}, and shipping is free on orders over "
                         f"${free_over // 2}.",
         "swapped_entity": f"The {product} ships with {other} and arrives within {days} business days.",
@@ -127,6 +134,8 @@ def support_shipping(rng):
         "unsupported_addition": f"The {product} ships with {carrier} within {days} business days. "
                                 f"Express delivery is available for an extra $9.",
     }
+    also = [f"Unused items can be returned for 30 days.", f"Delivery is with {carrier}."]
+    return source, faithful, errors, also
 
 
 def support_account(rng):
@@ -140,7 +149,7 @@ def support_account(rng):
                 f"unlock it sooner in the admin console.",
                 f"In {product}, two-factor authentication is mandatory for administrators and optional for "
                 f"everyone else."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"After {attempts} failed attempts the account is locked for {hours * 2} hours.",
         "swapped_entity": f"After {attempts} failed attempts the account is locked, and only support staff can "
                           f"unlock it early.",
@@ -149,6 +158,8 @@ def support_account(rng):
         "unsupported_addition": f"The account locks for {hours} hours after {attempts} failed attempts. "
                                 f"Locked accounts are deleted after 90 days.",
     }
+    also = [f"Support staff never ask for your password.", f"Administrators can unlock accounts early."]
+    return source, faithful, errors, also
 
 
 def contract_services(rng):
@@ -165,7 +176,7 @@ def contract_services(rng):
                 f"{year}, at ${fee:,} per month.",
                 f"Either side can end the agreement with {notice} days' written notice; it does not auto-renew, "
                 f"and liability is capped at 12 months of fees."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"The agreement between {supplier} and {customer} runs for {months} months at "
                         f"${fee + 1500:,} per month.",
         "swapped_entity": f"{other} is the Supplier under a {months}-month agreement with {customer} at ${fee:,} "
@@ -175,6 +186,8 @@ def contract_services(rng):
         "unsupported_addition": f"The agreement runs {months} months at ${fee:,} per month. "
                                 f"{rng.choice(EXTRAS['contract'])}",
     }
+    also = [f"Liability is capped at 12 months of fees.", f"The agreement does not auto-renew."]
+    return source, faithful, errors, also
 
 
 def contract_lease(rng):
@@ -189,7 +202,7 @@ def contract_lease(rng):
                 f"each month, over five years.",
                 f"The deposit is {deposit} months' rent, and {tenant} may not sublet without {landlord}'s written "
                 f"consent."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"{tenant} leases 14 Harbour Street for five years; the deposit is {deposit + 2} months' "
                         f"rent.",
         "swapped_entity": f"{other} leases 14 Harbour Street to {tenant} for ${rent:,} per month.",
@@ -197,6 +210,8 @@ def contract_lease(rng):
         "unsupported_addition": f"{tenant} pays ${rent:,} per month for five years. "
                                 f"The landlord covers all utility costs.",
     }
+    also = [f"Rent is due on the first of each month.", f"The lease runs for five years."]
+    return source, faithful, errors, also
 
 
 def contract_nda(rng):
@@ -211,7 +226,7 @@ def contract_nda(rng):
                 f"is disclosed.",
                 f"The NDA is governed by the laws of {law}, excludes information that is already public, and "
                 f"grants no IP licence."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"Under the NDA, {a} and {b} must keep information confidential for {years + 3} years.",
         "swapped_entity": f"The NDA between {a} and {other} lasts {years} years and is governed by the laws of "
                           f"{law}.",
@@ -220,6 +235,8 @@ def contract_nda(rng):
         "unsupported_addition": f"The NDA lasts {years} years under the laws of {law}. "
                                 f"Breaches carry a fixed penalty of $50,000.",
     }
+    also = [f"Public information is excluded.", f"No IP licence is granted."]
+    return source, faithful, errors, also
 
 
 def contract_sla(rng):
@@ -234,7 +251,7 @@ def contract_sla(rng):
                 f"credit on the monthly fee.",
                 f"Critical incidents are answered within {hours} hours, and scheduled maintenance isn't counted as "
                 f"downtime."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"{supplier} commits to {uptime}% availability and answers critical incidents within "
                         f"{hours + 12} hours.",
         "swapped_entity": f"{customer} commits to {uptime}% monthly availability for {supplier}.",
@@ -243,6 +260,8 @@ def contract_sla(rng):
         "unsupported_addition": f"{supplier} commits to {uptime}% availability. "
                                 f"{rng.choice(EXTRAS['contract'])}",
     }
+    also = [f"Scheduled maintenance is not downtime.", f"The credit is {credit}% of the monthly fee."]
+    return source, faithful, errors, also
 
 
 def tech_config(rng):
@@ -257,7 +276,7 @@ def tech_config(rng):
                 f"REQUEST_TIMEOUT.",
                 f"{lib} keeps a pool of {pool} connections; resizing it needs a restart, and production mode does "
                 f"not support plain HTTP."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"In {lib} {major}.{minor} the request timeout defaults to {timeout * 4} seconds.",
         "swapped_entity": f"In {lib} {major}.{minor} the request timeout is {timeout} seconds, set with the "
                           f"POOL_SIZE variable.",
@@ -266,6 +285,8 @@ def tech_config(rng):
         "unsupported_addition": f"In {lib} {major}.{minor} the request timeout is {timeout} seconds. "
                                 f"{rng.choice(EXTRAS['technical'])}",
     }
+    also = [f"Changing the pool size needs a restart.", f"TLS is on by default."]
+    return source, faithful, errors, also
 
 
 def tech_release(rng):
@@ -279,13 +300,15 @@ def tech_release(rng):
     faithful = [f"{lib} {major}.0 came out on {month} {day}, 2026 and needs at least Python {py}.",
                 f"In {lib} {major}.0 the legacy sync client is gone, streaming uploads are supported, and the "
                 f"default retry count is now 5."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"{lib} {major}.0 changed the default retry count from 3 to 8.",
         "swapped_entity": f"{lib} {major}.0 removed the streaming upload client and requires Python {py}.",
         "dropped_negation": f"{lib} {major}.0 requires Python {py} and supports Windows.",
         "unsupported_addition": f"{lib} {major}.0 requires Python {py}. "
                                 f"It also adds a built-in web dashboard.",
     }
+    also = [f"Streaming uploads are now supported.", f"The legacy sync client was removed."]
+    return source, faithful, errors, also
 
 
 def tech_api(rng):
@@ -297,7 +320,7 @@ def tech_api(rng):
     faithful = [f"The {product} API allows {limit} requests per minute per key, and list endpoints return up to "
                 f"{page} items per page.",
                 f"Deleted projects cannot be restored. Keys never expire on their own but can be revoked."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"The {product} API allows {limit * 10} requests per minute per key.",
         "swapped_entity": f"List endpoints return up to {page} items per page; use the offset parameter to get "
                           f"the next page.",
@@ -306,6 +329,8 @@ def tech_api(rng):
         "unsupported_addition": f"The {product} API allows {limit} requests per minute per key. "
                                 f"Webhooks are retried for up to 24 hours.",
     }
+    also = [f"API keys can be revoked.", f"Use the cursor parameter to page."]
+    return source, faithful, errors, also
 
 
 def tech_backup(rng):
@@ -317,13 +342,15 @@ def tech_backup(rng):
               f"dashboard or the CLI. Snapshots are not copied to a second region.")
     faithful = [f"{product} takes a snapshot every day at {hour:02d}:00 UTC and keeps it for {days} days.",
                 f"Snapshots live in {region}, are encrypted at rest, and are not replicated to another region."]
-    return source, faithful, {
+    errors = {
         "wrong_number": f"{product} takes daily snapshots at {hour:02d}:00 UTC and keeps them for {days + 60} days.",
         "swapped_entity": f"{product} snapshots are stored in {_other(rng, REGIONS, region)} and encrypted at rest.",
         "dropped_negation": f"{product} snapshots are kept for {days} days and copied to a second region.",
         "unsupported_addition": f"{product} keeps daily snapshots for {days} days. "
                                 f"Restores finish within 15 minutes.",
     }
+    also = [f"Restores can start from the dashboard or CLI.", f"Snapshots are encrypted at rest."]
+    return source, faithful, errors, also
 
 
 SCENARIOS = {
@@ -340,13 +367,14 @@ def generate(seed: int = SEED) -> list[dict]:
     for doc_type, makers in SCENARIOS.items():
         for maker in makers:
             for instance in range(INSTANCES):
-                source, faithful, errors = maker(rng)
+                source, faithful, errors, also = maker(rng)
                 # Two error types per scenario instance, rotating so every type appears evenly.
                 chosen = [ERROR_TYPES[(instance * 2 + k) % 4] for k in (0, 1)]
                 split = "calibration" if group % 2 == 0 else "test"
                 question = None
                 scenario = f"{maker.__name__}-{instance}"
-                items = [(r, False, "none") for r in faithful] + [(errors[e], True, e) for e in chosen]
+                wrong = [errors[e] + (" " + rng.choice(also) if rng.random() < 0.5 else "") for e in chosen]
+                items = [(r, False, "none") for r in faithful] + [(w, True, e) for w, e in zip(wrong, chosen)]
                 for k, (response, label, error_type) in enumerate(items):
                     rows.append({
                         "id": f"{scenario}-{k}",

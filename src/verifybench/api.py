@@ -2,29 +2,49 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 from verifybench import report as report_mod
+from verifybench.compare import compare_pair, pairs
+from verifybench.errors import VerifybenchError
 from verifybench.loaders import LOADERS, describe_loader
-from verifybench.metrics import compute_metrics
+from verifybench.metrics import Settings, compute_metrics, frame
+from verifybench.metrics.summary import OVERALL
+from verifybench.policy import load_policy, policy_from_metrics, save_policy
 from verifybench.rundir import (
     METRICS, MANIFEST, read_case_index, read_errors, read_json, read_verdicts, write_json,
 )
-from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite
+from verifybench.metrics.summary import shortcuts
+from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
 from verifybench.verifiers import available, get_verifier_class
 
 DEFAULT_SUITE = Path("evals/demo.yaml")
+POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results
 
 
 def run(suite: str | Path | Suite = DEFAULT_SUITE, out: str | Path | None = None, limit: int | None = None,
-        data_dir: str | Path | None = None, progress: bool = True) -> RunResult:
-    """Run a suite into a new run directory, then write metrics.json and report.html there."""
+        data_dir: str | Path | None = None, progress: bool = True, policy: str | Path | None = None) -> RunResult:
+    """Run a suite into a new run directory, then write metrics.json and report.html there.
+
+    Args:
+        suite: a suite file or a parsed `Suite`.
+        out: the run directory (default: reports/<suite>-<time>).
+        limit: score only the first N cases.
+        data_dir: where ${VERIFYBENCH_DATA} points.
+        progress: show progress bars.
+        policy: a threshold policy to apply instead of fitting thresholds.
+    """
+    if policy is not None:
+        load_policy(policy)  # refuse a bad policy before spending time on the run
     if not isinstance(suite, Suite):
         suite = load_suite(suite, data_dir=data_dir, limit=limit)
     run_dir = Path(out) if out else default_run_dir(suite)
     result = Runner(suite, run_dir, progress=progress).run()
+    if policy is not None:
+        shutil.copyfile(policy, run_dir / POLICY)
     finish(run_dir)
     return result
 
@@ -37,16 +57,106 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, progress: bo
     return result
 
 
-def finish(run_dir: str | Path) -> Path:
-    """(Re)compute metrics.json and render report.html from stored results; no verifier runs."""
+def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settings:
+    """Metric settings of a run: the suite's `metrics:` block, a stored policy, then `overrides`."""
+    s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), **overrides)
+    s.probabilistic = {v["id"] for v in manifest["verifiers"] if v.get("probabilistic")}
+    if (run_dir / POLICY).exists() and "policy" not in overrides:
+        s.by, s.policy = load_policy(run_dir / POLICY)
+    return s
+
+
+def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, list, list]:
     run_dir = Path(run_dir)
     manifest = read_json(run_dir / MANIFEST)
     cases = read_case_index(run_dir)
     verdicts = read_verdicts(run_dir)
-    by = (manifest["suite"]["raw"].get("metrics") or {}).get("by", "doc_type")
-    metrics = compute_metrics(cases, verdicts, by=by)
+    metrics = compute_metrics(cases, verdicts, settings_for(run_dir, manifest, **overrides))
+    return manifest, metrics, cases, verdicts
+
+
+def finish(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
+    """(Re)compute metrics.json and render report.html from stored results; no verifier runs.
+
+    The dataset is read once more, for the shortcut check's surface cues (cached in the run) and the
+    sources of the cases the report shows; if it cannot be read, the report says so and goes on.
+    """
+    run_dir = Path(run_dir)
+    manifest, metrics, cases, verdicts = metrics_for(run_dir)
+    worst = {vid: report_mod.worst_cases(cases, verdicts, vid, m["overall"]["threshold"]["value"])
+             for vid, m in metrics["verifiers"].items()}
+    notes = []
+    try:
+        cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
+                                     run_dir)
+    except VerifybenchError as e:
+        cues, sources = None, {}
+        notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
+                     "worst cases are missing from this report.")
+    if cues is not None:
+        metrics["shortcuts"] = shortcuts(cases, cues)
+    for picks in worst.values():
+        for p in picks:
+            p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
     write_json(run_dir / METRICS, metrics)
-    return report_mod.render(run_dir, manifest, metrics, cases, verdicts, read_errors(run_dir))
+    return report_mod.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
+
+
+def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", min_per_class: int | None = None,
+               out: str | Path | None = None) -> dict[str, Any]:
+    """Fit a threshold per verifier and slice on the calibration split; report the test split.
+
+    Args:
+        run_dir: a finished run.
+        by: the slice field (doc_type, dataset, split, or meta.<key>).
+        target: "f1", "fbeta=B", "precision=P" or "recall=R".
+        min_per_class: fewer calibration cases of either class than this gives a warning, not a threshold.
+        out: write the policy as YAML here.
+    """
+    from verifybench.metrics.thresholds import parse_target
+
+    manifest, metrics, _, _ = metrics_for(run_dir, by=by, target=parse_target(target), min_per_class=min_per_class,
+                                          policy=None)
+    policy = policy_from_metrics(metrics, manifest)
+    if out is not None:
+        save_policy(policy, out)
+    return policy
+
+
+def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[str] | None = None) -> list[dict]:
+    """Paired comparisons: pairs of verifiers within one run, or each verifier of run A against the
+    verifier of the same id in run B (same dataset required)."""
+    ma, metrics_a, cases_a, verdicts_a = metrics_for(run_a)
+    s = settings_for(Path(run_a), ma)
+    fa = frame(cases_a, verdicts_a, s.by, s.seed, s.test_fraction)
+    fa = fa.assign(ok=fa["error"].isna() & fa["score"].notna())
+
+    def thr(metrics: dict, vid: str) -> float | None:
+        return metrics["verifiers"][vid]["overall"]["threshold"]["value"]
+
+    results = []
+    if run_b is None:
+        for a, b in pairs(list(metrics_a["verifiers"]), verifiers):
+            r = compare_pair(fa[fa["verifier"] == a], fa[fa["verifier"] == b], thr(metrics_a, a), thr(metrics_a, b),
+                             n_boot=s.n_boot, seed=s.seed)
+            results.append({"a": a, "b": b, **r})
+        return results
+
+    mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
+    if ma["dataset"]["hash"] != mb["dataset"]["hash"]:
+        raise VerifybenchError(
+            f"the runs scored different data (dataset {ma['dataset']['hash'][:12]} vs {mb['dataset']['hash'][:12]}); "
+            "a paired comparison needs the same cases")
+    fb = frame(cases_b, verdicts_b, s.by, s.seed, s.test_fraction)
+    fb = fb.assign(ok=fb["error"].isna() & fb["score"].notna())
+    shared = [v for v in metrics_a["verifiers"] if v in metrics_b["verifiers"] and (not verifiers or v in verifiers)]
+    if not shared:
+        raise VerifybenchError("the two runs share no verifier id to compare")
+    for vid in shared:
+        r = compare_pair(fa[fa["verifier"] == vid], fb[fb["verifier"] == vid], thr(metrics_a, vid), thr(metrics_b, vid),
+                         n_boot=s.n_boot, seed=s.seed)
+        results.append({"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})", **r})
+    return results
 
 
 def describe_suite(suite: str | Path, data_dir: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
@@ -62,3 +172,6 @@ def components() -> dict[str, dict[str, str]]:
         except Exception as e:  # noqa: BLE001 - a broken plugin must not hide the others
             verifiers[name] = f"(cannot be loaded: {type(e).__name__}: {e})"
     return {"loaders": {n: describe_loader(f) for n, f in sorted(LOADERS.items())}, "verifiers": verifiers}
+
+
+__all__ = ["OVERALL", "compare", "components", "describe_suite", "finish", "resume", "run", "thresholds"]

@@ -32,16 +32,18 @@ def run(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="score only the first N cases")] = None,
     resume: Annotated[Optional[Path], typer.Option("--resume", help="finish the run in this directory")] = None,
     data_dir: DataDir = None,
+    policy: Annotated[Optional[Path], typer.Option("--policy", help="apply this threshold policy instead of fitting")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
         if resume is not None:
-            if suite is not None or limit is not None:
-                raise VerifybenchError("--resume takes the suite and limit from the run's manifest; give neither")
+            if suite is not None or limit is not None or policy is not None:
+                raise VerifybenchError("--resume takes the suite, limit and policy from the run; give none of them")
             result = api.resume(resume, data_dir=data_dir, progress=not quiet)
         else:
-            result = api.run(suite or api.DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir, progress=not quiet)
+            result = api.run(suite or api.DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir,
+                             progress=not quiet, policy=policy)
     except VerifybenchError as e:
         _fail(e)
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
@@ -79,6 +81,73 @@ def describe(
         for name, n in sorted(counts[key].items()):
             table.add_row(str(name), str(n))
         console.print(table)
+
+
+@app.command()
+def thresholds(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    by: Annotated[str, typer.Option("--by", help="slice field: doc_type, dataset, split or meta.<key>")] = "doc_type",
+    target: Annotated[str, typer.Option("--target", help="f1, fbeta=B, precision=P or recall=R")] = "f1",
+    min_per_class: Annotated[Optional[int], typer.Option("--min-per-class", help="default 30")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="write the policy YAML here")] = None,
+) -> None:
+    """Fit a threshold per verifier and slice on the calibration split; show the test-split result."""
+    try:
+        policy = api.thresholds(run_dir, by=by, target=target, min_per_class=min_per_class, out=out)
+    except VerifybenchError as e:
+        _fail(e)
+    table = Table("verifier", by, "threshold", "calib. F1 (tuned)", "test precision", "test recall", "test F1",
+                  title=f"thresholds for {policy['target']}, fitted on the calibration split")
+    warnings = []
+    for vid, rows in policy["thresholds"].items():
+        for key, row in rows.items():
+            if row["threshold"] is None:
+                table.add_row(vid, key, "none *", "", "", "", "")
+                warnings.append(f"{vid} / {key}: {row['warning']}")
+                continue
+            cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
+            ci = test.get("ci95", {})
+
+            def cell(k):
+                v = test.get(k)
+                lo_hi = ci.get(k)
+                return "-" if v is None else f"{v:.3f}" + (f" [{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]" if lo_hi and None not in lo_hi else "")
+            table.add_row(vid, key, f"{row['threshold']:.4f}", f"{cal.get('f1') or 0:.3f}", cell("precision"),
+                          cell("recall"), cell("f1"))
+    console.print(table)
+    for w in warnings:
+        console.print(f"* {w}", highlight=False)
+    if out:
+        print(out)
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="a run directory")],
+    run_b: Annotated[Optional[Path], typer.Argument(help="a second run over the same data")] = None,
+    verifiers: Annotated[Optional[str], typer.Option("--verifiers", help="comma-separated verifier ids")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Paired comparison on the test split: McNemar's test and bootstrap intervals of AUROC and F1 differences."""
+    try:
+        results = api.compare(run_a, run_b, verifiers.split(",") if verifiers else None)
+    except VerifybenchError as e:
+        _fail(e)
+    if as_json:
+        print(json.dumps(results))
+        return
+    table = Table("A", "B", "cases", "AUROC A-B [95% CI]", "p", "F1 A-B [95% CI]", "p", "McNemar p (A only / B only right)")
+    for r in results:
+        def diff(k):
+            d = r.get(k)
+            if not d:
+                return "-", ""
+            p = "<0.001" if d["p_value"] == 0 else f"{d['p_value']:.3g}"  # 0 of 1,000 resamples crossed zero
+            return f"{d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]", p
+        m = r.get("mcnemar")
+        table.add_row(r["a"], r["b"], str(r["cases"]), *diff("auroc_diff"), *diff("f1_diff"),
+                      f"{m['p_value']:.3g} ({m['a_only_right']} / {m['b_only_right']})" if m else r.get("warning", "-"))
+    console.print(table)
 
 
 @app.command(name="list")

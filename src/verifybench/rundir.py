@@ -5,6 +5,7 @@ manifest.json   suite, dataset hash and counts, verifier configs and hashes, pac
 cases.jsonl     one line per case: id, dataset, doc_type, split, label, meta and a clipped text
 results.jsonl   one Verdict per line, appended as batches finish (never rewritten)
 errors.jsonl    skipped input records and failed verdicts, one per line
+cues.jsonl      surface cues per case for the shortcut check (computed after the run)
 metrics.json    computed from cases.jsonl + results.jsonl
 report.html     rendered from the above
 ```
@@ -27,10 +28,12 @@ MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
 RESULTS = "results.jsonl"
 ERRORS = "errors.jsonl"
+CUES = "cues.jsonl"
 METRICS = "metrics.json"
 REPORT = "report.html"
 
-# The case index keeps enough text for the report's per-case view without copying whole documents.
+# The case index keeps the response for the report's per-case view; sources are read back from the
+# dataset for the few cases the report shows, rather than copied for every case.
 TEXT_CLIP = 2000
 
 
@@ -48,7 +51,6 @@ def case_index_row(case: Case) -> dict[str, Any]:
         "meta": case.meta,
         "question": (case.question or "")[:TEXT_CLIP] or None,
         "response": case.response[:TEXT_CLIP],
-        "sources": [{"id": s.id, "text": s.text[:TEXT_CLIP]} for s in case.sources[:3]],
     }
 
 

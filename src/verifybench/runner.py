@@ -28,6 +28,8 @@ from typing import Any
 from verifybench.cases import Case, Verdict
 from verifybench.errors import RecordError, VerifybenchError
 from verifybench.loaders import dataset_hash, iter_cases
+from verifybench.metrics.shortcuts import surface_cues
+from verifybench.rundir import CUES
 from verifybench.rundir import (
     CASES, ERRORS, MANIFEST, RESULTS, JsonlAppender, case_index_row, iter_jsonl, read_json, repair_tail,
     write_json,
@@ -166,7 +168,8 @@ class Runner:
             "dataset": {"hash": data_hash, "loader": self.suite.dataset.loader,
                         "options": self.suite.dataset.options, **counts},
             "verifiers": [
-                {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash}
+                {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash,
+                 "probabilistic": v.probabilistic}
                 for v in self.verifiers
             ],
             "packages": package_versions(),
@@ -310,6 +313,31 @@ class _Progress:
     def __exit__(self, *exc):
         if self.enabled:
             self.progress.stop()
+
+
+def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None) -> tuple[dict, dict]:
+    """One pass over a run's data after the run: the surface cues of every case (for the shortcut check;
+    cached in the run directory as cues.jsonl) and the source texts of the cases the report shows.
+
+    Done here rather than in the runner's loop because tokenising a long source costs more than a cheap
+    verifier's whole check.
+    """
+    cache = run_dir / CUES if run_dir else None
+    cues = {row["id"]: row["cues"] for row in iter_jsonl(cache)} if cache and cache.exists() else {}
+    need_cues = not cues
+    sources: dict[str, list[dict]] = {}
+    if not need_cues and not want_sources:
+        return cues, sources
+    lenient = suite.dataset.model_copy(update={"on_error": "skip"})
+    for case in iter_cases(lenient, []):
+        if need_cues:
+            cues[case.id] = surface_cues(case.response, [s.text for s in case.sources])
+        if case.id in want_sources:
+            sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
+    if need_cues and cache:
+        with JsonlAppender(cache, mode="w") as out:
+            out.write({"id": k, "cues": v} for k, v in cues.items())
+    return cues, sources
 
 
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:

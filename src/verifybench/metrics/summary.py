@@ -1,118 +1,285 @@
-"""Per verifier and slice: quality at a threshold, ranking quality, latency and errors.
+"""Per verifier and slice: ranking quality with intervals, a threshold fitted on the calibration split
+and its operating point on the test split, latency, cost, errors, calibration and shortcut cues.
 
-Inputs are the run directory's case index and verdicts as pandas frames; the output is plain JSON-able
-dicts, so the report and the CLI only read numbers.
+Inputs are the run directory's case index and verdicts; `evaluate` works on one pandas frame (one row
+per verifier x case) so the same code serves a 150-case demo and a million-case benchmark. The output is
+plain JSON-able data: the report and the CLI only read numbers.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from verifybench.metrics.curves import auprc, auroc, best_fbeta_index, threshold_curve
+from verifybench.metrics.bootstrap import N_BOOT, counts_intervals, rank_intervals
+from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
+from verifybench.metrics.curves import rates, sorted_curve
+from verifybench.metrics.operating import cost_per_1k, latency_summary, pareto_front
+from verifybench.metrics.shortcuts import CUES, shortcut_report
+from verifybench.metrics.thresholds import Target, parse_target, select_threshold, split_roles
 
-PR_POINTS = 200  # the report plots at most this many points per curve
+CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
+OVERALL = "all"
+
+
+@dataclass
+class Settings:
+    """How metrics are computed; the suite's `metrics:` block fills these."""
+
+    by: str = "doc_type"
+    target: Target = field(default_factory=lambda: Target("fbeta", 1.0))
+    min_per_class: int = 30
+    n_boot: int = N_BOOT
+    seed: int = 0
+    test_fraction: float = 0.5
+    policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
+    probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
+
+    @classmethod
+    def from_suite(cls, block: dict[str, Any] | None, **overrides) -> "Settings":
+        block = dict(block or {})
+        thresholds = block.pop("thresholds", {}) or {}
+        s = cls(
+            by=thresholds.get("by", block.get("by", "doc_type")),
+            target=parse_target(thresholds.get("target", block.get("target"))),
+            min_per_class=int(thresholds.get("min_per_class", block.get("min_per_class", 30))),
+            n_boot=int(block.get("bootstrap", N_BOOT)),
+            seed=int(block.get("seed", 0)),
+            test_fraction=float(block.get("test_fraction", 0.5)),
+        )
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(s, k, v)
+        return s
 
 
 def _clean(x: Any) -> Any:
     if isinstance(x, (float, np.floating)):
-        return None if math.isnan(x) else round(float(x), 6)
+        # Not rounded: thresholds must stay the exact scores, or counts at them would not match.
+        return None if math.isnan(x) or math.isinf(x) else float(x)
     if isinstance(x, np.integer):
         return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
     return x
 
 
-def frame(cases: list[dict], verdicts: list) -> pd.DataFrame:
-    """One row per (verifier, case): label, doc_type, split, score, error, latency."""
-    cdf = pd.DataFrame([{k: c[k] for k in ("id", "dataset", "doc_type", "split", "label")} for c in cases])
-    vdf = pd.DataFrame([
-        {"case_id": v.case_id, "verifier": v.verifier, "score": v.score, "error": v.error,
-         "latency_ms": v.latency_ms, "cost_usd": v.cost_usd}
-        for v in verdicts
-    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "cost_usd"])
-    return vdf.merge(cdf.rename(columns={"id": "case_id"}), on="case_id", how="inner")
-
-
-def slice_metrics(df: pd.DataFrame, threshold: float | None = None, curve: bool = False) -> dict[str, Any]:
-    """Metrics for one verifier over one slice of cases.
-
-    Args:
-        df: rows of one verifier (columns label, score, error, latency_ms).
-        threshold: apply this threshold; default: the one maximising F1 on these rows (labelled
-            `threshold_source: "max-F1 on these cases"`, which flatters: it is tuned on what it reports).
-        curve: include precision-recall points for plotting.
-    """
-    ok = df[df["error"].isna() & df["score"].notna()]
-    errors = df[~df.index.isin(ok.index)]
-    y, s = ok["label"].to_numpy(bool), ok["score"].to_numpy(float)
-    out: dict[str, Any] = {
-        "n": int(len(df)), "n_scored": int(len(ok)), "errors": int(len(errors)),
-        "positives": int(df["label"].sum()), "negatives": int((~df["label"].astype(bool)).sum()),
-        "auroc": auroc(y, s) if len(ok) else None, "auprc": auprc(y, s) if len(ok) else None,
-    }
-    lat = df["latency_ms"].dropna().to_numpy(float)
-    if len(lat):
-        out["latency_ms"] = {"p50": np.percentile(lat, 50), "p95": np.percentile(lat, 95),
-                             "p99": np.percentile(lat, 99), "mean": lat.mean()}
-    if len(ok):
-        c = threshold_curve(y, s)
-        if threshold is None:
-            i = best_fbeta_index(c)
-            threshold, source = float(c.thresholds[i]), "max-F1 on these cases"
-        else:
-            source = "given"
-        pred = s >= threshold
-        tp, fp = int((pred & y).sum()), int((pred & ~y).sum())
-        fn, tn = int((~pred & y).sum()), int((~pred & ~y).sum())
-        out["threshold"] = {"value": threshold, "source": source}
-        out.update(_at(tp, fp, fn, tn))
-        # Errors counted as wrong: a failed case on a hallucinated response is a miss, on a faithful one a
-        # false alarm. Nothing here lets a verifier look better by failing.
-        e_pos = int(errors["label"].astype(bool).sum())
-        e_neg = len(errors) - e_pos
-        out["errors_as_wrong"] = _at(tp, fp + e_neg, fn + e_pos, tn)
-        if curve:
-            keep = np.unique(np.linspace(0, len(c) - 1, min(len(c), PR_POINTS)).astype(int))
-            out["pr_curve"] = {"recall": c.recall[keep], "precision": c.precision[keep],
-                               "threshold": c.thresholds[keep]}
-    return out
-
-
-def _at(tp: int, fp: int, fn: int, tn: int) -> dict[str, Any]:
-    n = tp + fp + fn + tn
-    p = tp / (tp + fp) if tp + fp else float("nan")
-    r = tp / (tp + fn) if tp + fn else float("nan")
-    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else float("nan")
-    return {"precision": p, "recall": r, "f1": f1, "accuracy": (tp + tn) / n if n else float("nan"),
-            "confusion": {"tp": tp, "fp": fp, "fn": fn, "tn": tn}}
-
-
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return [_clean(v) for v in obj.tolist()]
     return _clean(obj)
 
 
-def compute_metrics(cases: list[dict], verdicts: list, by: str = "doc_type") -> dict[str, Any]:
-    """Every verifier over all cases and per slice of `by`.
+def _slice_key(case: dict, by: str) -> str:
+    if by.startswith("meta."):
+        return str(case.get("meta", {}).get(by[5:], "none"))
+    value = case.get(by)
+    return "none" if value is None else str(value)
 
-    Returns `{"verifiers": {id: {"overall": {...}, "slices": {value: {...}}}}, "by": by}`.
-    """
-    df = frame(cases, verdicts)
-    out: dict[str, Any] = {"by": by, "n_cases": len(cases), "verifiers": {}}
+
+def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0,
+          test_fraction: float = 0.5) -> pd.DataFrame:
+    """One row per (verifier, case): label, slice, role (calibration/test), score, error, latency, cost."""
+    roles = split_roles([c.get("split") for c in cases], seed=seed, test_fraction=test_fraction,
+                        labels=[c["label"] for c in cases],
+                        groups=[c.get("meta", {}).get("group", f"#{i}") for i, c in enumerate(cases)])
+    cdf = pd.DataFrame({
+        "case_id": [c["id"] for c in cases],
+        "dataset": [c.get("dataset") for c in cases],
+        "doc_type": [c.get("doc_type") for c in cases],
+        "slice": [_slice_key(c, by) for c in cases],
+        "label": np.array([c["label"] for c in cases], dtype=bool),
+        "role": roles,
+    })
+    vdf = pd.DataFrame([
+        {"case_id": v.case_id, "verifier": v.verifier, "score": v.score, "error": v.error,
+         "latency_ms": v.latency_ms, "cost_usd": v.cost_usd, "units": len(v.units) if v.units else None}
+        for v in verdicts
+    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "cost_usd", "units"])
+    return vdf.merge(cdf, on="case_id", how="inner")
+
+
+def _curve_table(curve, threshold: float | None = None) -> dict[str, Any]:
+    """At most CURVE_POINTS rows of the curve, always including the row of `threshold`, so the report's
+    slider can stop exactly on the fitted threshold."""
+    if not len(curve):
+        return {"threshold": [], "tp": [], "fp": [], "n_pos": curve.n_pos, "n_neg": curve.n_neg}
+    keep = np.linspace(0, len(curve) - 1, min(len(curve), CURVE_POINTS)).astype(int)
+    if threshold is not None and (i := curve.index_of(threshold)) is not None:
+        keep = np.r_[keep, i]
+    keep = np.unique(keep)
+    return {"threshold": curve.thresholds[keep], "tp": curve.tp[keep], "fp": curve.fp[keep],
+            "n_pos": curve.n_pos, "n_neg": curve.n_neg}
+
+
+@dataclass
+class Rows:
+    """One verifier's verdicts as arrays, sorted by decreasing score (error verdicts last), so that
+    every slice's curve is a masked view of one sort."""
+
+    label: np.ndarray
+    score: np.ndarray
+    ok: np.ndarray
+    cal: np.ndarray  # in the calibration split
+    test: np.ndarray  # in the test split
+    slice: np.ndarray  # integer code into `slices`
+    slices: list[str]
+    latency: np.ndarray
+    cost: np.ndarray
+    units: np.ndarray
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame) -> "Rows":
+        score = df["score"].to_numpy(dtype=float, na_value=np.nan)
+        ok = (df["error"].isna() & ~np.isnan(score)).to_numpy()
+        order = np.argsort(-np.where(ok, score, -np.inf), kind="mergesort")
+
+        def col(name, dtype=float):
+            return df[name].to_numpy(dtype=dtype, na_value=np.nan)[order]
+
+        # Integer codes: comparing a million Python strings per slice would cost more than the metrics.
+        codes, names = pd.factorize(df["slice"].astype(str), sort=True)
+        role = df["role"].astype(str)
+        return cls(label=df["label"].to_numpy(bool)[order], score=score[order], ok=ok[order],
+                   cal=(role == "calibration").to_numpy()[order], test=(role == "test").to_numpy()[order],
+                   slice=codes[order], slices=[str(n) for n in names],
+                   latency=col("latency_ms"), cost=col("cost_usd"), units=col("units"))
+
+
+def _operating_point(r: Rows, mask: np.ndarray, threshold: float, s: Settings, with_ci: bool) -> dict[str, Any]:
+    ok = mask & r.ok
+    y, pred = r.label[ok], r.score[ok] >= threshold
+    c = {"tp": int((pred & y).sum()), "fp": int((pred & ~y).sum()), "fn": int((~pred & y).sum()),
+         "tn": int((~pred & ~y).sum())}
+    out = {"n": int(mask.sum()), "n_scored": int(ok.sum()), **rates(**c), "confusion": c}
+    err = mask & ~r.ok
+    e_pos = int((r.label & err).sum())
+    # Errors counted as wrong: a failed case on a hallucinated response is a miss, on a faithful one a
+    # false alarm, so a verifier cannot look better by failing.
+    out["errors_as_wrong"] = rates(c["tp"], c["fp"] + int(err.sum()) - e_pos, c["fn"] + e_pos, c["tn"])
+    if with_ci and ok.any():
+        out["ci"] = {k: v.as_list() for k, v in counts_intervals(**c, n_boot=s.n_boot, seed=s.seed).items()}
+    return out
+
+
+def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
+                  probabilistic: bool = False) -> dict[str, Any]:
+    """Everything about one verifier on one slice of cases (`mask` over the verifier's rows)."""
+    ok = mask & r.ok
+    y, sc = r.label[ok], r.score[ok]  # still in decreasing score order
+    out: dict[str, Any] = {
+        "n": int(mask.sum()), "n_scored": int(ok.sum()), "errors": int((mask & ~r.ok).sum()),
+        "positives": int(r.label[mask].sum()), "negatives": int((~r.label[mask]).sum()),
+    }
+    curve = sorted_curve(y, sc)
+    out["auroc"], out["auprc"] = curve.auroc(), curve.average_precision()
+    if len(y):
+        out["ci"] = {k: v.as_list() for k, v in
+                     rank_intervals(y, sc, n_boot=s.n_boot, seed=s.seed, presorted=True).items()}
+    units = r.units[mask]
+    out["latency_ms"] = latency_summary(r.latency[mask][~np.isnan(r.latency[mask])],
+                                        units if (~np.isnan(units)).any() else None)
+    out["cost_per_1k"] = cost_per_1k(r.cost[mask])
+
+    cal_mask, test_mask = mask & r.cal, mask & r.test
+    cal_ok = cal_mask & r.ok
+    given = (s.policy or {}).get(verifier, {})
+    threshold, source, warning = None, None, None
+    if key in given or OVERALL in given:
+        threshold = given.get(key, given.get(OVERALL))
+        source = "policy" if key in given else "policy (verifier-wide)"
+    else:
+        n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
+        if min(n_pos, n_neg) < s.min_per_class:
+            warning = (f"too few cases to fit a threshold: the calibration split has {n_pos} hallucinated and "
+                       f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)")
+        else:
+            cal_curve = sorted_curve(r.label[cal_ok], r.score[cal_ok])
+            i = select_threshold(cal_curve, s.target)
+            if i is None:
+                warning = f"no threshold reaches {s.target} on the calibration split"
+            else:
+                threshold, source = float(cal_curve.thresholds[i]), f"fitted on the calibration split ({s.target})"
+    out["threshold"] = {"value": threshold, "source": source, "warning": warning, "target": str(s.target)}
+    out["curve"] = _curve_table(curve, threshold)
+    if threshold is not None:
+        out["calibration_split"] = {**_operating_point(r, cal_mask, threshold, s, with_ci=False), "tuned": True}
+        out["test"] = _operating_point(r, test_mask, threshold, s, with_ci=True)
+    if probabilistic and len(y):
+        p = np.clip(sc, 0, 1)
+        out["calibration_error"] = {"ece": expected_calibration_error(y, p), "brier": brier(y, p),
+                                    "reliability": reliability(y, p)}
+    return out
+
+
+def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[str, Any]:
+    """Metrics for every verifier in `df` (one row per verifier x case), over all cases and per slice."""
+    roles = df.drop_duplicates("case_id")["role"].value_counts()
+    out: dict[str, Any] = {
+        "by": s.by, "target": str(s.target), "min_per_class": s.min_per_class, "bootstrap": s.n_boot,
+        "n_cases": n_cases if n_cases is not None else int(df["case_id"].nunique()),
+        "split": {str(r): int(n) for r, n in roles.items()},
+        "verifiers": {},
+    }
     for vid, vdf in df.groupby("verifier", sort=False):
-        entry = {"overall": slice_metrics(vdf, curve=True), "slices": {}}
-        for key, sdf in vdf.groupby(by, sort=True, dropna=False):
-            entry["slices"][str(key)] = slice_metrics(sdf)
-        missing = len(cases) - len(vdf)
+        r = Rows.from_frame(vdf)
+        prob = vid in s.probabilistic
+        everything = np.ones(len(r.label), bool)
+        entry = {"probabilistic": prob, "overall": slice_metrics(r, everything, s, vid, OVERALL, prob), "slices": {}}
+        for code, key in enumerate(r.slices):
+            entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob)
+        missing = out["n_cases"] - len(vdf)
         if missing:
             entry["missing_verdicts"] = missing
         out["verifiers"][vid] = entry
-    return _jsonable(out)
+    out["operating_points"] = operating_points(out["verifiers"])
+    return jsonable(out)
+
+
+def operating_points(verifiers: dict[str, Any]) -> list[dict[str, Any]]:
+    """F1 on the test split at the fitted threshold, against p95 latency and cost; Pareto front marked."""
+    rows = []
+    for vid, m in verifiers.items():
+        o = m["overall"]
+        f1 = (o.get("test") or {}).get("f1")
+        rows.append({"verifier": vid, "f1": np.nan if f1 is None else f1,
+                     "p95_ms": (o.get("latency_ms") or {}).get("p95", np.nan),
+                     "cost_per_1k": o.get("cost_per_1k") or 0.0})
+    front = pareto_front([r["f1"] for r in rows], [r["p95_ms"] for r in rows], [r["cost_per_1k"] for r in rows])
+    for r, f in zip(rows, front):
+        r["pareto"] = f
+    return rows
+
+
+def shortcuts(cases: list[dict], cues: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The shortcut check per dataset and doc type, from each case's surface cues."""
+    groups: dict[str, list[dict]] = {}
+    for c in cases:
+        if c["id"] in cues:
+            groups.setdefault(f"{c.get('dataset')} / {c.get('doc_type')}", []).append(c)
+    out = {}
+    for key, cs in sorted(groups.items()):
+        y = [c["label"] for c in cs]
+        if all(y) or not any(y):
+            continue
+        out[key] = shortcut_report(y, {cue: [cues[c["id"]].get(cue) for c in cs] for cue in CUES})
+    return jsonable(out)
+
+
+def compute_metrics(cases: list[dict], verdicts: list, settings: Settings | None = None,
+                    cues: dict[str, dict[str, float]] | None = None, **kw) -> dict[str, Any]:
+    """Metrics for a run: `evaluate` over the run's cases and verdicts, plus the shortcut check when
+    the cases' surface cues are given."""
+    s = settings or Settings(**kw)
+    out = evaluate(frame(cases, verdicts, s.by, s.seed, s.test_fraction), s, n_cases=len(cases))
+    if cues is not None:
+        out["shortcuts"] = shortcuts(cases, cues)
+    return out

@@ -1,5 +1,6 @@
-"""The HTML report: one self-contained file (no external scripts, styles or fonts) read from a run
-directory. Jinja2 autoescaping is on, so dataset text is always rendered as text."""
+"""The HTML report: one self-contained file (no external scripts, styles, fonts or images) read from a
+run directory. Jinja2 autoescaping is on, so dataset text always renders as text; the one inline script
+reads its numbers from a JSON block that `tojson` has escaped."""
 
 from __future__ import annotations
 
@@ -8,21 +9,34 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 
-from verifybench.report.plots import pr_curve_svg
+from verifybench.metrics.summary import OVERALL
+from verifybench.report.plots import curves_svg, operating_svg, reliability_svg
 from verifybench.rundir import REPORT
 
-EXAMPLES = 5
+EXAMPLES = 8
+
+
+def _num(x: Any, d: int = 3) -> str:
+    return "–" if x is None or isinstance(x, Undefined) else f"{x:.{d}f}"
+
+
+def _ci(ci: Any, d: int = 3) -> str:
+    if not ci or isinstance(ci, Undefined) or None in ci:
+        return ""
+    return f"[{ci[0]:.{d}f}, {ci[1]:.{d}f}]"
 
 
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("verifybench", "report/templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["num"] = lambda x, d=3: "–" if x is None or isinstance(x, Undefined) else f"{x:.{d}f}"
+    env.filters["num"] = _num
+    env.filters["ci"] = _ci
     return env
 
 
-def _examples(cases: list[dict], verdicts: list, verifier: str, threshold: float | None) -> dict[str, list]:
-    """The worst misses: hallucinated cases scored lowest, faithful ones scored highest."""
+def worst_cases(cases: list[dict], verdicts: list, verifier: str, threshold: float | None) -> list[dict]:
+    """Missed hallucinations first (lowest-scored hallucinated cases), then false alarms (highest-scored
+    faithful cases); with no threshold, the extremes of each class."""
     by_id = {c["id"]: c for c in cases}
     mine = [(v, by_id[v.case_id]) for v in verdicts if v.verifier == verifier and v.case_id in by_id and v.ok]
     missed = sorted((p for p in mine if p[1]["label"]), key=lambda p: p[0].score)
@@ -30,22 +44,40 @@ def _examples(cases: list[dict], verdicts: list, verifier: str, threshold: float
     if threshold is not None:
         missed = [p for p in missed if p[0].score < threshold]
         alarms = [p for p in alarms if p[0].score >= threshold]
-    return {"missed": missed[:EXAMPLES], "false_alarms": alarms[:EXAMPLES]}
+    return ([{"kind": "missed hallucination", "verdict": v, "case": c} for v, c in missed[:EXAMPLES]]
+            + [{"kind": "false alarm", "verdict": v, "case": c} for v, c in alarms[:EXAMPLES]])
 
 
-def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], cases: list[dict],
-           verdicts: list, errors: list[dict]) -> Path:
-    """Write `report.html` into the run directory and return its path."""
-    sections = []
-    for vid, m in metrics["verifiers"].items():
+def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], worst: dict[str, list[dict]],
+           errors: list[dict], notes: list[str] = ()) -> Path:
+    """Write `report.html` into the run directory and return its path.
+
+    Args:
+        worst: per verifier, the cases of the per-case view (from `worst_cases`, sources attached).
+        notes: warnings about the run shown at the top (e.g. the dataset could not be read back).
+    """
+    sections, sliders = [], {}
+    for n, (vid, m) in enumerate(metrics["verifiers"].items()):
         o = m["overall"]
-        pr = o.get("pr_curve")
-        prevalence = o["positives"] / o["n"] if o["n"] else None
-        svg = pr_curve_svg(vid, pr["recall"], pr["precision"], prevalence, (o.get("recall"), o.get("precision"))) if pr else ""
-        threshold = (o.get("threshold") or {}).get("value")
-        sections.append({"id": vid, "m": m, "svg": svg, "examples": _examples(cases, verdicts, vid, threshold)})
+        threshold = o["threshold"]["value"]
+        plots = []
+        if o.get("curve") and len(o["curve"]["threshold"]):
+            plots.append(curves_svg(o["curve"], threshold, o.get("auroc"), o.get("auprc")))
+        if o.get("calibration_error"):
+            ce = o["calibration_error"]
+            plots.append(reliability_svg(ce["reliability"], ce["ece"], ce["brier"]))
+        keys = []
+        for key, sm in [(OVERALL, o), *m["slices"].items()]:
+            if sm.get("curve") and len(sm["curve"]["threshold"]):
+                slider_id = f"s{n}-{len(keys)}"
+                sliders[slider_id] = {**sm["curve"], "fitted": sm["threshold"]["value"]}
+                keys.append({"id": slider_id, "slice": key})
+        sections.append({"id": vid, "anchor": f"v-{n}", "m": m, "plots": plots, "sliders": keys,
+                         "cases": worst.get(vid, [])})
     html = _env().get_template("report.html.j2").render(
-        manifest=manifest, metrics=metrics, sections=sections,
+        manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes),
+        operating=operating_svg(metrics.get("operating_points") or []) if metrics.get("operating_points") else None,
+        shortcut_warnings=[(k, w) for k, r in (metrics.get("shortcuts") or {}).items() for w in r["warnings"]],
         input_errors=[e for e in errors if e.get("kind") == "input"],
         verdict_errors=[e for e in errors if e.get("kind") == "verdict"],
     )

@@ -26,6 +26,8 @@ class Verifier:
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    # True when `score` is a probability of "hallucinated": the metrics then report its calibration.
+    probabilistic: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, id: str | None = None, **options):

@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+from sklearn.metrics import brier_score_loss
+
+from verifybench.metrics import counts_intervals, mcnemar, paired_bootstrap, rank_intervals, threshold_curve
+from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
+from verifybench.metrics.operating import latency_summary, pareto_front
+from verifybench.metrics.shortcuts import shortcut_report, surface_cues
+
+
+def naive_stratified_bootstrap(y, s, stat, n_boot, seed):
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+    out = []
+    for _ in range(n_boot):
+        idx = np.r_[rng.choice(pos, len(pos)), rng.choice(neg, len(neg))]
+        out.append(stat(y[idx], s[idx]))
+    return np.quantile(out, [0.025, 0.975])
+
+
+def sample(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.4
+    s = np.round(rng.normal(size=n) + 0.8 * y, 2)  # rounding makes ties
+    return y, s
+
+
+def test_count_intervals_match_a_naive_bootstrap():
+    y, s = sample()
+    t = 0.4
+    pred = s >= t
+    tp, fp = int((pred & y).sum()), int((pred & ~y).sum())
+    fn, tn = int((~pred & y).sum()), int((~pred & ~y).sum())
+    fast = counts_intervals(tp, fp, fn, tn, n_boot=4000, seed=1)
+
+    def f1(yy, ss):
+        p = ss >= t
+        return 2 * (p & yy).sum() / (2 * (p & yy).sum() + (p & ~yy).sum() + (~p & yy).sum())
+
+    slow = naive_stratified_bootstrap(y, s, f1, 2000, seed=2)
+    assert fast["f1"].low == pytest.approx(slow[0], abs=0.015)
+    assert fast["f1"].high == pytest.approx(slow[1], abs=0.015)
+    assert fast["recall"].low < tp / (tp + fn) < fast["recall"].high
+
+
+def test_rank_intervals_match_a_naive_bootstrap():
+    y, s = sample()
+    fast = rank_intervals(y, s, n_boot=3000, seed=1)
+    slow = naive_stratified_bootstrap(y, s, lambda a, b: threshold_curve(a, b).auroc(), 1500, seed=2)
+    assert fast["auroc"].low == pytest.approx(slow[0], abs=0.012)
+    assert fast["auroc"].high == pytest.approx(slow[1], abs=0.012)
+    point = threshold_curve(y, s).average_precision()
+    assert fast["auprc"].low < point < fast["auprc"].high
+
+
+def test_binned_rank_intervals_on_continuous_scores():
+    rng = np.random.default_rng(5)
+    y = rng.random(50_000) < 0.3
+    s = rng.normal(size=50_000) + y
+    ci = rank_intervals(y, s, n_boot=500, seed=0)
+    point = threshold_curve(y, s).auroc()
+    assert ci["auroc"].low < point < ci["auroc"].high
+    assert ci["auroc"].high - ci["auroc"].low < 0.02
+
+
+def test_intervals_are_seeded():
+    y, s = sample()
+    assert rank_intervals(y, s, seed=7) == rank_intervals(y, s, seed=7)
+    assert rank_intervals(y, s, seed=7) != rank_intervals(y, s, seed=8)
+
+
+def test_mcnemar_exact():
+    y = np.ones(12, bool)
+    a = np.array([1] * 10 + [0] * 2, bool)
+    b = np.array([0] * 10 + [1] * 2, bool)
+    r = mcnemar(y, a, b)
+    assert (r["a_only_right"], r["b_only_right"]) == (10, 2)
+    assert r["p_value"] == pytest.approx(0.03857421875)  # two-sided binomial, 12 trials, p=0.5
+
+
+def test_paired_bootstrap_sees_a_real_difference_and_not_a_fake_one():
+    rng = np.random.default_rng(0)
+    y = rng.random(800) < 0.5
+    good = y + rng.normal(scale=0.6, size=800)
+    bad = y + rng.normal(scale=2.0, size=800)
+    r = paired_bootstrap(y, good, bad, 0.5, 0.5, n_boot=300, seed=0)
+    assert r["auroc_diff"]["ci"][0] > 0 and r["auroc_diff"]["p_value"] < 0.01
+    same = paired_bootstrap(y, good, good, 0.5, 0.5, n_boot=100, seed=0)
+    assert same["auroc_diff"]["diff"] == 0 and same["f1_diff"]["ci"] == [0, 0]
+
+
+def test_calibration_measures():
+    rng = np.random.default_rng(0)
+    p = rng.random(20_000)
+    y = rng.random(20_000) < p  # calibrated by construction
+    assert expected_calibration_error(y, p) < 0.02
+    assert expected_calibration_error(y, p ** 3) > 0.1
+    assert brier(y, p) == pytest.approx(brier_score_loss(y, p))
+    r = reliability(y, p)
+    assert sum(r["count"]) == 20_000 and len(r["predicted"]) == 10
+
+
+def test_latency_and_pareto():
+    lat = latency_summary([1.0] * 98 + [50.0, 100.0], units=[2] * 100)
+    assert lat["p50"] == 1.0 and lat["p99"] > 49 and lat["units_per_case"] == 2
+    assert pareto_front([0.9, 0.8, 0.7, 0.95], [10, 1, 5, 100]) == [True, True, False, True]
+
+
+def test_shortcut_cues_and_warning():
+    cues = surface_cues("Paris is the capital of Spain", ["Paris is the capital of France."])
+    assert cues["novelty"] == pytest.approx(1 / 6) and cues["length"] == 29
+    y = [0, 0, 0, 1, 1, 1]
+    report = shortcut_report(y, {"length": [10, 11, 12, 30, 31, 32], "novelty": [0.1, 0.5, 0.2, 0.3, 0.1, 0.4]})
+    assert len(report["warnings"]) == 1 and "length" in report["warnings"][0]
