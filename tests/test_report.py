@@ -27,3 +27,18 @@ def test_dataset_text_renders_inert(tmp_path):
     # Self-contained: nothing is fetched from anywhere.
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
     assert "<link" not in html
+
+
+def test_probabilistic_verifier_gets_calibration_and_claims_are_shown(tmp_path, root):
+    suite = parse_suite({"name": "prob", "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"),
+                                                    "fields": {"doc_type": "doc_type", "split": "split"}},
+                         "verifiers": [{"helpers.verifiers:LengthProbability": {"id": "lp"}}]}, tmp_path)
+    api.run(suite, out=tmp_path / "run", progress=False)
+    metrics = json.loads((tmp_path / "run/metrics.json").read_text())
+    ce = metrics["verifiers"]["lp"]["overall"]["calibration_error"]
+    assert 0 <= ce["ece"] <= 1 and 0 <= ce["brier"] <= 1 and sum(ce["reliability"]["count"]) == 384
+    html = (tmp_path / "run/report.html").read_text()
+    assert html.count('<img alt="curves of lp"') == 2  # PR/ROC and the reliability diagram
+    assert "supported" in html and "↳" in html  # per-claim evidence in the per-case view
+    # The sources of the shown cases are read back from the dataset.
+    assert "pricing." in html or "agreement" in html or "configuration" in html

@@ -60,3 +60,19 @@ class Slow(CaseVerifier):
     def score_case(self, case: Case) -> float:
         time.sleep(self.options.ms / 1000)
         return (sum(map(ord, case.id)) % 1000) / 1000
+
+
+class LengthProbability(CaseVerifier):
+    """A probabilistic verifier (score = a probability) with per-claim units, for report tests."""
+
+    name = "length-prob"
+    description = "test verifier whose score is a probability"
+    probabilistic = True
+
+    def score_case(self, case: Case) -> Verdict:
+        from verifybench.cases import Unit
+
+        p = min(1.0, len(case.response) / 200)
+        units = [Unit(text=part, score=p, status="unsupported" if p > 0.5 else "supported", evidence=case.sources[0].text[:80])
+                 for part in case.response.split(". ") if part]
+        return Verdict(case_id=case.id, verifier=self.id, score=p, units=units)

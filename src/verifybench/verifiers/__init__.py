@@ -23,6 +23,7 @@ __all__ = ["BUILTIN", "CaseVerifier", "Verifier", "available", "build", "get_ver
 BUILTIN: dict[str, str] = {
     "bleu": "verifybench.verifiers.overlap:BleuVerifier",
     "rouge": "verifybench.verifiers.overlap:RougeVerifier",
+    "anchors": "verifybench.verifiers.anchors:AnchorsVerifier",
 }
 
 

@@ -1,0 +1,147 @@
+"""Checks that sentence vectors cannot make: polarity, and numbers, dates, amounts and named entities.
+
+Sentence embeddings place "supports export" and "does not support export" close together, and they
+barely notice a swapped digit; these checks catch what the cosine misses. Each item found in a claim
+must appear, normalised, in the sources; a mismatch flags the claim.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from functools import lru_cache
+
+# Negation cues (NegEx-style word lists). English "n't" is split off by the tokenizer below.
+NEGATIONS = {
+    "en": {"not", "no", "never", "none", "nor", "neither", "without", "cannot", "n't", "nothing", "nobody"},
+    "ru": {"не", "нет", "ни", "никогда", "без", "нельзя", "ничего", "никто"},
+}
+_WORD = re.compile(r"n't|\w+", re.UNICODE)
+_CLAUSE = re.compile(r"[,;:.!?]\s|\bbut\b|\bwhile\b|\bwhereas\b|\bhowever\b|\bno\b(?=,)|\bно\b|\bа\b", re.I)
+# A numeral: digits with optional thousands/decimal separators ("12,500", "3.5", "3,5", "12 500").
+_NUMBER = re.compile(r"(?<![\w])\d{1,3}(?:(?:[ \u00a0]\d{3})+|(?:,\d{3})+)(?:[.,]\d+)?(?!\d)|(?<![\w])\d+(?:[.,]\d+)?(?![\d])")
+ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "NORP", "FAC", "EVENT", "WORK_OF_ART", "LAW"}
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def negation_count(text: str, language: str = "en") -> int:
+    return sum(w in NEGATIONS.get(language, NEGATIONS["en"]) for w in words(text))
+
+
+@lru_cache(maxsize=4)
+def stop_words(language: str) -> frozenset[str]:
+    """spaCy's stop-word list for the language (no model needed)."""
+    if language == "ru":
+        from spacy.lang.ru.stop_words import STOP_WORDS
+    else:
+        from spacy.lang.en.stop_words import STOP_WORDS
+    return frozenset(STOP_WORDS)
+
+
+def content_words(text: str, language: str = "en") -> set[str]:
+    return set(words(text)) - stop_words(language)
+
+
+def best_clause(claim: str, evidence: str | list[str], language: str = "en") -> str:
+    """The clause of the evidence (one text or several candidate chunks) sharing the most content words
+    with `claim`: polarity is compared there, not over a chunk that may negate something else."""
+    claim_words = content_words(claim, language)
+    texts = [evidence] if isinstance(evidence, str) else evidence
+    parts = [p for t in texts for p in _CLAUSE.split(t) if p and p.strip()]
+    return max(parts, key=lambda p: len(claim_words & content_words(p, language)), default=texts[0] if texts else "")
+
+
+def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en") -> bool:
+    """True when the claim and the clause of the evidence it matches disagree on negation."""
+    return negation_count(claim, language) % 2 != negation_count(best_clause(claim, evidence, language), language) % 2
+
+
+def _to_float(raw: str) -> float | None:
+    s = raw.replace("\u00a0", " ")
+    if " " in s:  # "12 500" or "12 500,5": spaces group thousands
+        s = s.replace(" ", "").replace(",", ".")
+    elif "," in s and "." in s:  # the later one is the decimal mark
+        s = s.replace(",", "") if s.rfind(".") > s.rfind(",") else s.replace(".", "").replace(",", ".")
+    elif "," in s:
+        # "12,500" groups thousands; "3,5" is a decimal comma.
+        s = s.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", s) else s.replace(",", ".")
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def numbers(text: str, language: str = "en") -> frozenset[float]:
+    """Every number in `text`, normalised: "12,500" = "12 500" = 12500; "3.5" = "3,5" = "three and a
+    half" (number words are converted for English by numerizer)."""
+    if language == "en":
+        from numerizer import numerize
+
+        try:
+            text = numerize(text)
+        except Exception:  # noqa: BLE001 - numerizer fails on some odd strings; digits still count
+            pass
+    values = {_to_float(m.group()) for m in _NUMBER.finditer(text)}
+    return frozenset(round(v, 6) for v in values if v is not None)
+
+
+def _norm_entity(text: str) -> str:
+    t = " ".join(words(text))
+    return t[4:] if t.startswith("the ") else t
+
+
+@lru_cache(maxsize=1024)
+def _source_dates(text: str) -> frozenset[date]:
+    """Dates that spaCy finds in a source (parsed lazily: only when a claim's date is not verbatim there)."""
+    from verifybench.verifiers.anchors.text import english_pipeline
+
+    found = set()
+    for doc in english_pipeline().pipe([text[i:i + 100_000] for i in range(0, len(text), 100_000)],
+                                       disable=["parser", "lemmatizer"]):
+        for ent in doc.ents:
+            if ent.label_ == "DATE" and (d := parse_date(ent.text)) is not None:
+                found.add(d)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=4096)
+def parse_date(text: str) -> date | None:
+    """A calendar date from text ("March 3, 2026", "3/3/2026", "2026-03-03"); None for durations,
+    relative dates or text without a day or month."""
+    if not any(c.isdigit() for c in text):
+        return None
+    import dateparser
+
+    d = dateparser.parse(text, settings={"REQUIRE_PARTS": ["month", "year"], "RETURN_AS_TIMEZONE_AWARE": False})
+    return d.date() if d else None
+
+
+def fact_mismatches(claim: str, sources_text: str, language: str = "en", doc=None) -> list[str]:
+    """What in the claim the sources do not back: numbers, dates and named entities.
+
+    Args:
+        claim: the claim's text.
+        sources_text: every source of the case, joined.
+        language: "en" or "ru".
+        doc: the claim parsed by spaCy (English), for its dates and entities.
+    """
+    problems = []
+    source_numbers = numbers(sources_text, language)
+    for n in sorted(numbers(claim, language) - source_numbers):
+        problems.append(f"number {n:g} is not in the sources")
+    if doc is None:
+        return problems
+    lowered = _norm_entity(sources_text)
+    for ent in doc.ents:
+        if ent.label_ == "DATE" and (d := parse_date(ent.text)) is not None:
+            if ent.text.lower() not in sources_text.lower() and d not in _source_dates(sources_text):
+                problems.append(f"date {ent.text!r} is not in the sources")
+        elif ent.label_ in ENTITY_LABELS:
+            name = _norm_entity(ent.text)
+            if name and name not in lowered:
+                problems.append(f"{ent.label_.lower()} {ent.text!r} is not in the sources")
+    return problems

