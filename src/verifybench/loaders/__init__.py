@@ -57,6 +57,8 @@ class DatasetSpec(BaseModel):
 
     loader: str
     limit: int | None = Field(None, ge=1)
+    sample: int | None = Field(None, ge=1, description="a seeded random sample of this many cases, in file order")
+    seed: int = 0
     on_error: Literal["raise", "skip"] = "raise"
 
     @property
@@ -83,6 +85,28 @@ def iter_cases(spec: DatasetSpec, errors: list[RecordError] | None = None) -> It
         errors: where skipped records go when `on_error` is "skip"; with "raise" the first bad
             record raises `DataError`.
     """
+    if spec.sample is not None:
+        yield from _sampled(_iter_all(spec, errors), spec.sample, spec.seed)
+    else:
+        yield from _iter_all(spec, errors)
+
+
+def _sampled(cases: Iterator[Case], n: int, seed: int) -> Iterator[Case]:
+    """Reservoir sampling (algorithm R): n cases drawn uniformly from a stream of unknown length,
+    holding only n in memory; they come out in their original order."""
+    import random
+
+    rng = random.Random(seed)
+    reservoir: list[tuple[int, Case]] = []
+    for i, case in enumerate(cases):
+        if i < n:
+            reservoir.append((i, case))
+        elif (j := rng.randint(0, i)) < n:
+            reservoir[j] = (i, case)
+    yield from (c for _, c in sorted(reservoir, key=lambda p: p[0]))
+
+
+def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[Case]:
     seen: dict[str, str] = {}
     count = 0
     for item in _call_loader(spec):
@@ -107,7 +131,7 @@ def iter_cases(spec: DatasetSpec, errors: list[RecordError] | None = None) -> It
 def dataset_hash(spec: DatasetSpec) -> str:
     """sha256 over the loader settings and the bytes of every local file the dataset reads."""
     h = hashlib.sha256()
-    h.update(spec.model_dump_json(exclude={"limit", "on_error"}).encode())
+    h.update(spec.model_dump_json(exclude={"limit", "sample", "seed", "on_error"}).encode())
     for file in _files(spec):
         h.update(str(file.name).encode())
         with open(file, "rb") as f:

@@ -20,6 +20,8 @@ _WORD = re.compile(r"n't|\w+", re.UNICODE)
 _CLAUSE = re.compile(r"[,;:.!?]\s|\bbut\b|\bwhile\b|\bwhereas\b|\bhowever\b|\bno\b(?=,)|\bно\b|\bа\b", re.I)
 # A numeral: digits with optional thousands/decimal separators ("12,500", "3.5", "3,5", "12 500").
 _NUMBER = re.compile(r"(?<![\w])\d{1,3}(?:(?:[ \u00a0]\d{3})+|(?:,\d{3})+)(?:[.,]\d+)?(?!\d)|(?<![\w])\d+(?:[.,]\d+)?(?![\d])")
+# spaCy's small model tags numeric dates ("3/3/2026") as CARDINAL: those count as dates too.
+_NUMERIC_DATE = re.compile(r"\d{1,4}[/.\-]\d{1,2}[/.\-]\d{1,4}")
 ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "NORP", "FAC", "EVENT", "WORK_OF_ART", "LAW"}
 
 
@@ -103,9 +105,13 @@ def _source_dates(text: str) -> frozenset[date]:
     for doc in english_pipeline().pipe([text[i:i + 100_000] for i in range(0, len(text), 100_000)],
                                        disable=["parser", "lemmatizer"]):
         for ent in doc.ents:
-            if ent.label_ == "DATE" and (d := parse_date(ent.text)) is not None:
+            if is_date_entity(ent.text, ent.label_) and (d := parse_date(ent.text)) is not None:
                 found.add(d)
     return frozenset(found)
+
+
+def is_date_entity(text: str, label: str) -> bool:
+    return label == "DATE" or (label == "CARDINAL" and _NUMERIC_DATE.search(text) is not None)
 
 
 @lru_cache(maxsize=4096)
@@ -120,28 +126,28 @@ def parse_date(text: str) -> date | None:
     return d.date() if d else None
 
 
-def fact_mismatches(claim: str, sources_text: str, language: str = "en", doc=None) -> list[str]:
+def fact_mismatches(claim: str, sources_text: str, language: str = "en",
+                    entities: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """What in the claim the sources do not back: numbers, dates and named entities.
 
     Args:
         claim: the claim's text.
         sources_text: every source of the case, joined.
         language: "en" or "ru".
-        doc: the claim parsed by spaCy (English), for its dates and entities.
+        entities: (text, spaCy label) of the named entities inside the claim.
     """
     problems = []
-    source_numbers = numbers(sources_text, language)
-    for n in sorted(numbers(claim, language) - source_numbers):
+    for n in sorted(numbers(claim, language) - numbers(sources_text, language)):
         problems.append(f"number {n:g} is not in the sources")
-    if doc is None:
+    if not entities:
         return problems
     lowered = _norm_entity(sources_text)
-    for ent in doc.ents:
-        if ent.label_ == "DATE" and (d := parse_date(ent.text)) is not None:
-            if ent.text.lower() not in sources_text.lower() and d not in _source_dates(sources_text):
-                problems.append(f"date {ent.text!r} is not in the sources")
-        elif ent.label_ in ENTITY_LABELS:
-            name = _norm_entity(ent.text)
+    for text, label in entities:
+        if is_date_entity(text, label) and (d := parse_date(text)) is not None:
+            if text.lower() not in sources_text.lower() and d not in _source_dates(sources_text):
+                problems.append(f"date {text!r} is not in the sources")
+        elif label in ENTITY_LABELS:
+            name = _norm_entity(text)
             if name and name not in lowered:
-                problems.append(f"{ent.label_.lower()} {ent.text!r} is not in the sources")
+                problems.append(f"{label.lower()} {text!r} is not in the sources")
     return problems

@@ -30,11 +30,13 @@ class Span:
 @dataclass(frozen=True)
 class Claim:
     """An atomic statement of the response. `text` is what gets embedded (a clause may borrow its
-    subject from the sentence); `start`/`end` locate the clause in the response."""
+    subject from the sentence); `start`/`end` locate the clause in the response; `entities` are the
+    (text, label) named entities spaCy found inside it."""
 
     text: str
     start: int
     end: int
+    entities: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,19 +137,26 @@ def _split_sentence(doc, sent) -> list[tuple[str, int, int]]:
     return [(sent.text.strip(), sent.start_char, sent.start_char + len(sent.text.strip()))]
 
 
-def claims(text: str, language: str = "en", split: bool = True) -> list[Claim]:
-    """Atomic claims of a response: its sentences, each split at coordinated clauses or listed objects
-    when `split` is on and a parser exists for the language (English); otherwise whole sentences."""
-    spans = sentences(text, language)
-    if not (split and language == "en" and spans):
-        return [Claim(s.text, s.start, s.end) for s in spans]
+def claims_from_doc(doc, split: bool = True) -> list[Claim]:
+    """Claims of an English response parsed by spaCy: its parser's sentences (which survive
+    abbreviations, decimals and initials), split at coordinated clauses and lists when `split` is on."""
     out: list[Claim] = []
-    for span, doc in zip(spans, english_pipeline().pipe([s.text for s in spans], disable=["ner", "lemmatizer"])):
-        for sent in doc.sents:
-            for piece, start, end in _split_sentence(doc, sent):
-                if piece:
-                    out.append(Claim(piece, span.start + start, span.start + end))
+    for sent in doc.sents:
+        pieces = _split_sentence(doc, sent) if split else [(sent.text.strip(), sent.start_char,
+                                                            sent.start_char + len(sent.text.strip()))]
+        for piece, start, end in pieces:
+            if piece and any(c.isalnum() for c in piece):
+                ents = tuple((e.text, e.label_) for e in doc.ents if e.start_char >= start and e.end_char <= end)
+                out.append(Claim(piece, start, end, ents))
     return out
+
+
+def claims(text: str, language: str = "en", split: bool = True) -> list[Claim]:
+    """Atomic claims of a response. English goes through spaCy (`claims_from_doc`); other languages
+    are split into sentences by pysbd, each sentence one claim."""
+    if language == "en":
+        return claims_from_doc(english_pipeline()(text), split)
+    return [Claim(s.text, s.start, s.end) for s in sentences(text, language)]
 
 
 def chunks(text: str, source_id: str, size: int = 2, overlap: int = 1, language: str = "en",

@@ -26,7 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
-from verifybench.verifiers.anchors.text import Chunk, chunks, claims, detect_language, english_pipeline
+from verifybench.verifiers.anchors.text import (
+    Chunk, chunks, claims, claims_from_doc, detect_language, english_pipeline,
+)
 from verifybench.verifiers.base import Verifier
 
 
@@ -85,10 +87,17 @@ class AnchorsVerifier(Verifier):
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         o = self.options
+        langs = [self._language(c) for c in batch]
+        # English responses are parsed in one spaCy pass for the whole batch: sentences, clauses and
+        # entities come from the same parse.
+        english = [c.response for c, lang in zip(batch, langs) if lang == "en"]
+        parsed = iter(english_pipeline().pipe(english, batch_size=64)) if english else iter(())
         prepared = []
-        for case in batch:
-            lang = self._language(case)
-            case_claims = claims(case.response, lang, o.split_claims)
+        for case, lang in zip(batch, langs):
+            if lang == "en":
+                case_claims = claims_from_doc(next(parsed), o.split_claims)
+            else:
+                case_claims = claims(case.response, lang, o.split_claims)
             case_chunks = [c for s in case.sources
                            for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
             prepared.append((case, lang, case_claims, case_chunks))
@@ -100,20 +109,15 @@ class AnchorsVerifier(Verifier):
         claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
         chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
 
-        docs = {}
-        if o.facts:
-            english = list(dict.fromkeys(c.text for _, lang, cl, _ in prepared if lang == "en" for c in cl))
-            docs = dict(zip(english, english_pipeline().pipe(english, disable=["parser", "lemmatizer"])))
-
         out = []
         for case, lang, case_claims, case_chunks in prepared:
             try:
-                out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec, docs))
+                out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec))
             except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
                 out.append(Verdict(case_id=case.id, verifier=self.id, error=f"{type(e).__name__}: {e}"))
         return out
 
-    def _judge(self, case, lang, case_claims, case_chunks, claim_vec, chunk_vec, docs) -> Verdict:
+    def _judge(self, case, lang, case_claims, case_chunks, claim_vec, chunk_vec) -> Verdict:
         o = self.options
         if not case.sources or not case_chunks:
             raise ValueError("case has no source text; anchors need at least one source")
@@ -135,7 +139,7 @@ class AnchorsVerifier(Verifier):
             if o.logic and factcheck.polarity_mismatch(claim.text, top, lang):
                 flags.append("negation differs from the matched evidence")
             if o.facts:
-                flags += factcheck.fact_mismatches(claim.text, sources_text, lang, docs.get(claim.text))
+                flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
             support = 0.0 if flags else cosine
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
             units.append(Unit(text=case.response[claim.start:claim.end], score=1.0 - support, status=status,
