@@ -370,7 +370,8 @@ def generate(seed: int = SEED) -> list[dict]:
                 source, faithful, errors, also = maker(rng)
                 # Two error types per scenario instance, rotating so every type appears evenly.
                 chosen = [ERROR_TYPES[(instance * 2 + k) % 4] for k in (0, 1)]
-                split = "calibration" if group % 2 == 0 else "test"
+                # Pairs of instances alternate between splits, so every error type lands in both.
+                split = "calibration" if (instance // 2) % 2 == 0 else "test"
                 question = None
                 scenario = f"{maker.__name__}-{instance}"
                 wrong = [errors[e] + (" " + rng.choice(also) if rng.random() < 0.5 else "") for e in chosen]

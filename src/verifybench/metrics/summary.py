@@ -38,6 +38,7 @@ class Settings:
     test_fraction: float = 0.5
     policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
     probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
+    breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
 
     @classmethod
     def from_suite(cls, block: dict[str, Any] | None, **overrides) -> "Settings":
@@ -50,6 +51,7 @@ class Settings:
             n_boot=int(block.get("bootstrap", N_BOOT)),
             seed=int(block.get("seed", 0)),
             test_fraction=float(block.get("test_fraction", 0.5)),
+            breakdown=list(block.get("breakdown") or []),
         )
         for k, v in overrides.items():
             if v is not None:
@@ -86,8 +88,9 @@ def _slice_key(case: dict, by: str) -> str:
 
 
 def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0,
-          test_fraction: float = 0.5) -> pd.DataFrame:
-    """One row per (verifier, case): label, slice, role (calibration/test), score, error, latency, cost."""
+          test_fraction: float = 0.5, breakdown: list[str] = ()) -> pd.DataFrame:
+    """One row per (verifier, case): label, slice, role (calibration/test), score, error, latency, cost,
+    and a `bd:<field>` column per breakdown field."""
     roles = split_roles([c.get("split") for c in cases], seed=seed, test_fraction=test_fraction,
                         labels=[c["label"] for c in cases],
                         groups=[c.get("meta", {}).get("group", f"#{i}") for i, c in enumerate(cases)])
@@ -98,6 +101,7 @@ def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0
         "slice": [_slice_key(c, by) for c in cases],
         "label": np.array([c["label"] for c in cases], dtype=bool),
         "role": roles,
+        **{f"bd:{f}": [_slice_key(c, f) for c in cases] for f in breakdown},
     })
     vdf = pd.DataFrame([
         {"case_id": v.case_id, "verifier": v.verifier, "score": v.score, "error": v.error,
@@ -236,12 +240,31 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         entry = {"probabilistic": prob, "overall": slice_metrics(r, everything, s, vid, OVERALL, prob), "slices": {}}
         for code, key in enumerate(r.slices):
             entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob)
+        if s.breakdown:
+            entry["breakdown"] = breakdown(vdf, entry["overall"]["threshold"]["value"], s.breakdown)
         missing = out["n_cases"] - len(vdf)
         if missing:
             entry["missing_verdicts"] = missing
         out["verifiers"][vid] = entry
     out["operating_points"] = operating_points(out["verifiers"])
     return jsonable(out)
+
+
+def breakdown(vdf: pd.DataFrame, threshold: float | None, fields: list[str]) -> dict[str, Any]:
+    """Per value of each field (say meta.error_type): how many test-split cases the verifier flags at its
+    fitted threshold. Over hallucinated cases that is the recall for that kind of error; over faithful
+    ones, the false-alarm rate. Errors count as not flagged."""
+    test = vdf[vdf["role"] == "test"]
+    out: dict[str, Any] = {}
+    for f in fields:
+        rows = {}
+        for (value, label), g in test.groupby([f"bd:{f}", "label"], sort=True):
+            flagged = int((g["score"].notna() & (g["score"] >= threshold)).sum()) if threshold is not None else None
+            rows[f"{value}"] = {"label": "hallucinated" if label else "faithful", "n": int(len(g)),
+                                "flagged": flagged,
+                                "rate": flagged / len(g) if flagged is not None and len(g) else None}
+        out[f] = rows
+    return out
 
 
 def operating_points(verifiers: dict[str, Any]) -> list[dict[str, Any]]:
@@ -279,7 +302,7 @@ def compute_metrics(cases: list[dict], verdicts: list, settings: Settings | None
     """Metrics for a run: `evaluate` over the run's cases and verdicts, plus the shortcut check when
     the cases' surface cues are given."""
     s = settings or Settings(**kw)
-    out = evaluate(frame(cases, verdicts, s.by, s.seed, s.test_fraction), s, n_cases=len(cases))
+    out = evaluate(frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown), s, n_cases=len(cases))
     if cues is not None:
         out["shortcuts"] = shortcuts(cases, cues)
     return out
