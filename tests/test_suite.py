@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 from conftest import write
 
@@ -7,7 +9,7 @@ from verifybench.suite import load_suite
 
 def test_data_dir_found_beside_the_repository(root, data_dir):
     suite = load_suite(root / "evals/halueval-qa.yaml")
-    assert suite.dataset.options["path"] == str((data_dir / "halueval/qa_data.json").resolve())
+    assert Path(suite.dataset.options["path"]).resolve() == (data_dir / "halueval/qa_data.json").resolve()
 
 
 def test_environment_beats_the_search(tmp_path, monkeypatch, root):

@@ -159,6 +159,59 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     return results
 
 
+def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | Path | None = None) -> Path:
+    """Record a run's metrics (thresholds from `policy` when given) as the baseline a gate compares to.
+
+    Args:
+        run_dir: a finished run.
+        out: where to write it (default: metrics/<suite>.json).
+        policy: thresholds to use instead of the run's own fitted ones.
+    """
+    from verifybench.gate import build_baseline
+
+    run_dir = Path(run_dir)
+    manifest = read_json(run_dir / MANIFEST)
+    overrides = {}
+    if policy is not None:
+        by, overrides["policy"] = load_policy(policy)
+        overrides["by"] = by
+    _, metrics, cases, verdicts = metrics_for(run_dir, **overrides)
+    s = settings_for(run_dir, manifest, **overrides)
+    doc = build_baseline(manifest, metrics, frame(cases, verdicts, s.by, s.seed, s.test_fraction), cases)
+    path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, doc)
+    return path
+
+
+def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | None = None,
+         max_rise: list[str] | None = None, min_cases: int = 30, slices: str = "all",
+         junit: str | Path | None = None, summary: str | Path | None = None):
+    """Compare a run with a committed baseline; see `verifybench.gate` for the rules.
+
+    Returns a `GateResult` (exit code 0 or 1); raises `GateRefused` (exit code 2) when the comparison
+    is invalid. The baseline's thresholds are applied to the run (a gate never refits them).
+    """
+    from verifybench import gate as g
+
+    run_dir = Path(run_dir)
+    base = g.load_baseline(baseline_path)
+    policy = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
+              for vid, v in base["verifiers"].items()}
+    manifest = read_json(run_dir / MANIFEST)
+    _, metrics, cases, verdicts = metrics_for(run_dir, policy=policy, by=base["by"])
+    s = settings_for(run_dir, manifest, policy=policy, by=base["by"])
+    current = g.build_baseline(manifest, metrics, frame(cases, verdicts, s.by, s.seed, s.test_fraction), cases)
+    result = g.run_gate(base, current, {c["id"]: c["label"] for c in cases},
+                        g.parse_limits(max_drop, g.DEFAULT_DROPS, g.QUALITY),
+                        g.parse_limits(max_rise, {}, g.COSTS), min_cases=min_cases, slices=slices)
+    if junit:
+        Path(junit).write_text(g.junit_xml(result, base["suite"]), encoding="utf-8")
+    if summary:
+        Path(summary).write_text(g.markdown_summary(result, base["suite"]), encoding="utf-8")
+    return result
+
+
 def describe_suite(suite: str | Path, data_dir: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
     return describe(load_suite(suite, data_dir=data_dir, limit=limit))
 

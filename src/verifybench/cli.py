@@ -150,6 +150,52 @@ def compare(
     console.print(table)
 
 
+@app.command()
+def baseline(
+    run_dir: Annotated[Path, typer.Argument(help="a finished run")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="default: metrics/<suite>.json")] = None,
+    policy: Annotated[Optional[Path], typer.Option("--policy", help="thresholds to record instead of the fitted ones")] = None,
+) -> None:
+    """Record a run's metrics and per-case test scores as the baseline a gate compares against."""
+    try:
+        print(api.baseline(run_dir, out=out, policy=policy))
+    except VerifybenchError as e:
+        _fail(e)
+
+
+@app.command()
+def gate(
+    run_dir: Annotated[Path, typer.Argument(help="the run under test")],
+    baseline: Annotated[Path, typer.Option("--baseline", help="a committed baseline (metrics/<suite>.json)")],
+    max_drop: Annotated[Optional[list[str]], typer.Option("--max-drop", help="METRIC=DROP, e.g. f1=0.02 (default f1=0.02, auroc=0.02)")] = None,
+    max_rise: Annotated[Optional[list[str]], typer.Option("--max-rise", help="p95_ms=25%, cost_per_1k=0.1: gate latency/cost")] = None,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs")] = 30,
+    slices: Annotated[str, typer.Option("--slices", help="all: the whole set; each: every slice too")] = "all",
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="write JUnit XML here")] = None,
+    summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here")] = None,
+) -> None:
+    """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison."""
+    from verifybench.gate import markdown_summary
+
+    try:
+        result = api.gate(run_dir, baseline, max_drop, max_rise, min_cases, slices, junit, summary)
+    except VerifybenchError as e:
+        _fail(e)
+    table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result")
+    for c in result.checks:
+        fmt = (lambda x: "-" if x is None else f"{x:.3f}")
+        table.add_row(c.verifier, c.slice, c.metric, fmt(c.baseline), fmt(c.current), fmt(c.drop),
+                      f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-", f"{c.allowed:g}",
+                      "[red]FAIL[/]" if c.status == "fail" else c.status)
+    console.print(table)
+    for n in result.notes:
+        console.print(f"note: {n}", highlight=False)
+    for c in result.failed:
+        err.print(f"[bold red]regression:[/] {c.name}: {c.message}", highlight=False)
+    console.print("gate passed" if not result.failed else f"gate FAILED: {len(result.failed)} regression(s)")
+    raise typer.Exit(result.exit_code)
+
+
 @app.command(name="list")
 def list_components() -> None:
     """List the loaders and verifiers this installation has."""

@@ -76,3 +76,26 @@ class LengthProbability(CaseVerifier):
         units = [Unit(text=part, score=p, status="unsupported" if p > 0.5 else "supported", evidence=case.sources[0].text[:80])
                  for part in case.response.split(". ") if part]
         return Verdict(case_id=case.id, verifier=self.id, score=p, units=units)
+
+
+class Weakenable(CaseVerifier):
+    """A decent verifier whose code can be 'changed' without changing its configuration, the way a code
+    change reaches a gate: VB_WEAKEN=strong ruins a large share of its scores, VB_WEAKEN=tiny nudges a
+    handful. (It reads the label to simulate quality: a fixture, not a method.)"""
+
+    name = "weakenable"
+    description = "test verifier with a switchable regression"
+
+    def score_case(self, case: Case) -> float:
+        import hashlib
+        import os
+
+        h = int(hashlib.sha256(case.id.encode()).hexdigest(), 16)
+        noise = (h % 1000) / 1000
+        score = 0.6 * case.label + 0.5 * noise  # overlapping classes: AUROC about 0.9
+        mode = os.environ.get("VB_WEAKEN")
+        if mode == "strong" and h % 10 < 6:
+            score = noise
+        elif mode == "tiny" and h % 97 == 0:
+            score = 1.0 - score
+        return score

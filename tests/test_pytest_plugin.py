@@ -1,0 +1,53 @@
+"""The pytest plugin as a user meets it: a fresh project whose tests use the fixture and the marker."""
+
+import os
+import shutil
+
+import pytest
+
+from verifybench import api
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def project(pytester, root):
+    shutil.copy(root / "datasets/demo/cases.jsonl", pytester.path / "cases.jsonl")
+    pytester.makefile(".yaml", suite="""
+name: plugin-demo
+dataset:
+  loader: jsonl
+  path: cases.jsonl
+  fields: {doc_type: doc_type, split: split}
+verifiers:
+  - rouge
+  - "helpers.verifiers:Weakenable": {id: model}
+""")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")])
+    run = api.run(pytester.path / "suite.yaml", out=pytester.path / "base-run", progress=False)
+    api.baseline(run.run_dir, out=pytester.path / "metrics/plugin-demo.json")
+    pytester.makepyfile(test_detection="""
+import pytest
+
+def test_fixture(verifybench):
+    result = verifybench.assert_no_regression("suite.yaml", baseline="metrics/plugin-demo.json")
+    assert result.exit_code == 0
+
+@pytest.mark.verifybench(suite="suite.yaml", baseline="metrics/plugin-demo.json", max_drop=["auroc=0.02"])
+def test_marker(verifybench_gate):
+    assert not verifybench_gate.failed, verifybench_gate.summary
+""")
+    return pytester
+
+
+def test_plugin_passes_an_unchanged_project(project):
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_plugin_fails_a_regression_with_the_culprit_named(project, monkeypatch):
+    monkeypatch.setenv("VB_WEAKEN", "strong")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*verifybench regression:*", "*model / all / auroc: auroc dropped by*"])
+    result.stdout.fnmatch_lines(["*test_marker*", "*| model | all | auroc |*fail*"])
