@@ -76,7 +76,7 @@ def test_compare_refuses_runs_over_different_data(tmp_path, root, summedits_run)
 def test_compare_within_and_across_runs(tmp_path, root):
     api.run(root / "evals/demo.yaml", out=tmp_path / "a", progress=False)
     api.run(root / "evals/demo.yaml", out=tmp_path / "b", progress=False)
-    [within] = api.compare(tmp_path / "a")
+    [within] = api.compare(tmp_path / "a", verifiers=["rouge", "bleu"])
     assert (within["a"], within["b"]) == ("rouge", "bleu") and within["cases"] == 192
     lo, hi = within["auroc_diff"]["ci"]
     assert lo <= within["auroc_diff"]["diff"] <= hi
