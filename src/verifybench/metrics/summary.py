@@ -105,9 +105,11 @@ def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0
     })
     vdf = pd.DataFrame([
         {"case_id": v.case_id, "verifier": v.verifier, "score": v.score, "error": v.error,
-         "latency_ms": v.latency_ms, "cost_usd": v.cost_usd, "units": len(v.units) if v.units else None}
+         "latency_ms": v.latency_ms, "cost_usd": v.cost_usd, "units": len(v.units) if v.units else None,
+         "usage": v.usage, "flipped": v.detail.get("flipped"), "injected_flip": v.detail.get("injected_flip")}
         for v in verdicts
-    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "cost_usd", "units"])
+    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "cost_usd", "units", "usage", "flipped",
+                "injected_flip"])
     return vdf.merge(cdf, on="case_id", how="inner")
 
 
@@ -242,12 +244,33 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
             entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob)
         if s.breakdown:
             entry["breakdown"] = breakdown(vdf, entry["overall"]["threshold"]["value"], s.breakdown)
+        entry.update(backend_counts(vdf))
         missing = out["n_cases"] - len(vdf)
         if missing:
             entry["missing_verdicts"] = missing
         out["verifiers"][vid] = entry
     out["operating_points"] = operating_points(out["verifiers"])
     return jsonable(out)
+
+
+def backend_counts(vdf: pd.DataFrame) -> dict[str, Any]:
+    """What model-backed verifiers report: summed usage (tokens, requests, retries, failures, repairs,
+    cache hits), tokens per case, the share of cases whose repeated samples disagreed, and the share
+    whose verdict flipped when an attack was inserted into a source."""
+    out: dict[str, Any] = {}
+    usage = [u for u in vdf.get("usage", pd.Series(dtype=object)).tolist() if isinstance(u, dict)]
+    if usage:
+        totals: dict[str, float] = {}
+        for u in usage:
+            for k, v in u.items():
+                totals[k] = totals.get(k, 0.0) + float(v)
+        out["usage"] = totals
+        out["usage_per_case"] = {k: v / len(usage) for k, v in totals.items()}
+    for col, name in (("flipped", "sample_flip_rate"), ("injected_flip", "injection_flip_rate")):
+        if col in vdf and vdf[col].notna().any():
+            vals = vdf[col].dropna().astype(bool)
+            out[name] = {"rate": float(vals.mean()), "flipped": int(vals.sum()), "cases": int(len(vals))}
+    return out
 
 
 def breakdown(vdf: pd.DataFrame, threshold: float | None, fields: list[str]) -> dict[str, Any]:

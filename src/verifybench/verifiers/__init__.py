@@ -24,6 +24,7 @@ BUILTIN: dict[str, str] = {
     "bleu": "verifybench.verifiers.overlap:BleuVerifier",
     "rouge": "verifybench.verifiers.overlap:RougeVerifier",
     "anchors": "verifybench.verifiers.anchors:AnchorsVerifier",
+    "judge": "verifybench.verifiers.judge:JudgeVerifier",
 }
 
 

@@ -1,0 +1,50 @@
+"""A content-addressed cache of judge completions, for determinism and for CI without paid calls.
+
+The key is a sha256 over (backend kind, model, messages, sampling parameters, sample index): the same
+request always maps to the same file, and nothing secret is part of it. With `replay_only`, a miss is an
+error for that case instead of a call."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from verifybench.verifiers.judge.backends import Completion
+
+
+class ReplayMiss(Exception):
+    pass
+
+
+def request_key(kind: str, model: str, messages: list[dict], params: dict[str, Any], sample: int) -> str:
+    blob = json.dumps({"backend": kind, "model": model, "messages": messages, "params": params, "sample": sample},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CompletionCache:
+    def __init__(self, directory: str | Path | None):
+        self.directory = Path(directory).expanduser() if directory else None
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Completion | None:
+        if self.directory is None:
+            return None
+        try:
+            return Completion.from_dict(json.loads(self._path(key).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
+
+    def put(self, key: str, completion: Completion) -> None:
+        if self.directory is None:
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(completion.to_dict(), ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)

