@@ -51,3 +51,22 @@ def test_plugin_fails_a_regression_with_the_culprit_named(project, monkeypatch):
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*verifybench regression:*", "*model / all / auroc: auroc dropped by*"])
     result.stdout.fnmatch_lines(["*test_marker*", "*| model | all | auroc |*fail*"])
+
+
+def test_fixture_makes_llm_calls_replay_only(pytester):
+    pytester.makepyfile(test_env="""
+import os
+
+def test_inside(verifybench):
+    assert os.environ.get("VERIFYBENCH_REPLAY_ONLY") == "1"
+
+def test_outside():
+    assert os.environ.get("VERIFYBENCH_REPLAY_ONLY") is None
+""")
+    env_before = os.environ.pop("VERIFYBENCH_REPLAY_ONLY", None)
+    try:
+        pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+        pytester.runpytest_subprocess("-p", "no:cacheprovider", "--verifybench-live").assert_outcomes(passed=1, failed=1)
+    finally:
+        if env_before is not None:
+            os.environ["VERIFYBENCH_REPLAY_ONLY"] = env_before

@@ -19,7 +19,6 @@ of calling a paid model; pass `--verifybench-live` to allow calls.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -37,8 +36,6 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "verifybench(suite, baseline, **gate_options): run a suite and gate it")
-    if not config.getoption("verifybench_live", False):
-        os.environ.setdefault("VERIFYBENCH_REPLAY_ONLY", "1")
 
 
 class VerifybenchHelper:
@@ -70,7 +67,10 @@ class VerifybenchHelper:
 
 
 @pytest.fixture
-def verifybench(request, tmp_path) -> VerifybenchHelper:
+def verifybench(request, tmp_path, monkeypatch) -> VerifybenchHelper:
+    # Replay-only for the tests that use the fixture, not for the whole session.
+    if not request.config.getoption("verifybench_live"):
+        monkeypatch.setenv("VERIFYBENCH_REPLAY_ONLY", "1")
     return VerifybenchHelper(tmp_path, request.config.getoption("verifybench_data_dir"))
 
 
