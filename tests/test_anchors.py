@@ -144,3 +144,9 @@ def test_pickles_without_its_model(minilm):
     assert clone._encoder is None
     assert clone.verify([case("The Team plan costs $29.")])[0].score == pytest.approx(
         minilm.verify([case("The Team plan costs $29.")])[0].score, abs=1e-6)
+
+
+def test_polarity_is_read_clause_by_clause():
+    evidence = ["Data export to CSV is supported on the Team plan, but API access is not included."]
+    assert not polarity_mismatch("On Team, API access is not included, though CSV export is.", evidence)
+    assert polarity_mismatch("On Team, API access is included, though CSV export is.", evidence)

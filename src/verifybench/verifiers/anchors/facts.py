@@ -17,7 +17,8 @@ NEGATIONS = {
     "ru": {"не", "нет", "ни", "никогда", "без", "нельзя", "ничего", "никто"},
 }
 _WORD = re.compile(r"n't|\w+", re.UNICODE)
-_CLAUSE = re.compile(r"[,;:.!?]\s|\bbut\b|\bwhile\b|\bwhereas\b|\bhowever\b|\bno\b(?=,)|\bно\b|\bа\b", re.I)
+_CLAUSE = re.compile(r"[,;:.!?]\s|\bbut\b|\bwhile\b|\bwhereas\b|\bhowever\b|\b(?:al)?though\b|\bno\b(?=,)"
+                     r"|\bно\b|\bа\b|\bхотя\b", re.I)
 # A numeral: digits with optional thousands/decimal separators ("12,500", "3.5", "3,5", "12 500").
 _NUMBER = re.compile(r"(?<![\w])\d{1,3}(?:(?:[ \u00a0]\d{3})+|(?:,\d{3})+)(?:[.,]\d+)?(?!\d)|(?<![\w])\d+(?:[.,]\d+)?(?![\d])")
 # spaCy's small model tags numeric dates ("3/3/2026") as CARDINAL: those count as dates too.
@@ -57,8 +58,13 @@ def best_clause(claim: str, evidence: str | list[str], language: str = "en") -> 
 
 
 def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en") -> bool:
-    """True when the claim and the clause of the evidence it matches disagree on negation."""
-    return negation_count(claim, language) % 2 != negation_count(best_clause(claim, evidence, language), language) % 2
+    """True when a clause of the claim and the clause of the evidence it matches disagree on negation.
+
+    Clause by clause, because one claim may hold two ("API access is not included, though CSV export
+    is"), and each has its own polarity."""
+    parts = [p for p in _CLAUSE.split(claim) if len(content_words(p, language)) >= 2] or [claim]
+    return any(negation_count(p, language) % 2 != negation_count(best_clause(p, evidence, language), language) % 2
+               for p in parts)
 
 
 def _to_float(raw: str) -> float | None:
