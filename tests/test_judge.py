@@ -44,7 +44,8 @@ def test_score_is_the_logprob_probability_not_the_stated_one(fake, tmp_path):
     assert v.score == pytest.approx(0.8, abs=1e-6)  # stated probability was 0.5
     assert v.detail["judge_says"] is True and v.usage["input_tokens"] == 100 and v.usage["output_tokens"] == 20
     sent = server.requests[0]
-    assert sent["logprobs"] is True and sent["response_format"] == {"type": "json_object"}
+    assert sent["logprobs"] is True and sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"]["required"][0] == "hallucinated"
     assert "How much is it?" in sent["messages"][1]["content"] and "$29" in sent["messages"][1]["content"]
 
 

@@ -20,25 +20,25 @@ pytestmark = [
 def test_local_server_judges_real_cases(tmp_path, root, data_dir):
     suite = parse_suite({
         "name": "judge-real",
-        "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"), "sample": 8, "seed": 1,
+        "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"), "sample": 6, "seed": 1,
                     "fields": {"doc_type": "doc_type", "split": "split", "question": "question"}},
         "verifiers": [{"judge": {"samples": 2, "temperature": 0.8, "concurrency": 2, "cache_dir": str(tmp_path / "c"),
                                  "inject": {"file": str(data_dir / "bipia/text_attack_test.json")}}}],
         "metrics": {"min_per_class": 1},
     }, tmp_path)
     result = api.run(suite, out=tmp_path / "run", progress=False)
-    assert result.n_cases == 8
+    assert result.n_cases == 6
     verdicts = [json.loads(l) for l in (tmp_path / "run/results.jsonl").read_text().splitlines()]
     scored = [v for v in verdicts if "score" in v]
     # A 135M model sometimes writes no valid JSON even after the repair: those are counted errors.
-    assert len(scored) >= 4, [v.get("error") for v in verdicts]
+    assert len(scored) >= 5, [v.get("error") for v in verdicts]
     for v in scored:
         assert 0.0 <= v["score"] <= 1.0
         assert v["usage"]["input_tokens"] > 100 and v["usage"]["output_tokens"] > 0
         assert v["cost_usd"] == 0.0 and v["latency_ms"] > 0
         assert len(v["detail"]["samples"]) == 2 and "injected_flip" in v["detail"]
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())["verifiers"]["judge"]
-    assert metrics["usage"]["requests"] >= 16 and metrics["sample_flip_rate"]["cases"] == len(scored)
+    assert metrics["usage"]["requests"] >= 3 * len(scored) and metrics["sample_flip_rate"]["cases"] == len(scored)
     html = (tmp_path / "run/report.html").read_text()
     assert "Repeat sampling:" in html and "Injection robustness:" in html and "input and" in html
 

@@ -42,7 +42,9 @@ class Backend:
     kind: str = ""
 
     def complete(self, messages: list[dict], *, temperature: float, max_tokens: int, seed: int | None,
-                 logprobs: bool, json_mode: bool, timeout: float) -> Completion:
+                 logprobs: bool, json_mode: bool, timeout: float, schema: dict | None = None) -> Completion:
+        """`schema`: constrain the reply to this JSON schema where the backend can (grammar-constrained
+        decoding on llama.cpp, structured outputs on OpenAI-style servers)."""
         raise NotImplementedError
 
 
@@ -52,10 +54,13 @@ class OpenAICompatible(Backend):
 
     kind = "openai"
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"):
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 schema_style: str = "openai"):
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
+        # llama.cpp's server takes the schema inside json_object; OpenAI and vLLM take json_schema.
+        self.schema_style = schema_style
         self._client = None
 
     def client(self):
@@ -69,7 +74,8 @@ class OpenAICompatible(Backend):
             self._client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=0)
         return self._client
 
-    def complete(self, messages, *, temperature, max_tokens, seed, logprobs, json_mode, timeout) -> Completion:
+    def complete(self, messages, *, temperature, max_tokens, seed, logprobs, json_mode, timeout,
+                 schema=None) -> Completion:
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
@@ -78,7 +84,12 @@ class OpenAICompatible(Backend):
             kwargs["seed"] = seed
         if logprobs:
             kwargs.update(logprobs=True, top_logprobs=5)
-        if json_mode:
+        if schema is not None and self.schema_style == "llamacpp":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
+        elif json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         try:
             r = self.client().chat.completions.create(**kwargs)
@@ -126,7 +137,8 @@ class AnthropicBackend(Backend):
             self._client = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0)
         return self._client
 
-    def complete(self, messages, *, temperature, max_tokens, seed, logprobs, json_mode, timeout) -> Completion:
+    def complete(self, messages, *, temperature, max_tokens, seed, logprobs, json_mode, timeout,
+                 schema=None) -> Completion:
         import anthropic
 
         system = "\n".join(m["content"] for m in messages if m["role"] == "system")
@@ -165,13 +177,16 @@ class LlamaCppInProcess(Backend):
             self._llm = Llama(model_path=self.model, n_ctx=self.n_ctx, logits_all=True, verbose=False)
         return self._llm
 
-    def complete(self, messages, *, temperature, max_tokens, seed, logprobs, json_mode, timeout) -> Completion:
+    def complete(self, messages, *, temperature, max_tokens, seed, logprobs, json_mode, timeout,
+                 schema=None) -> Completion:
         kwargs: dict[str, Any] = {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}
         if seed is not None:
             kwargs["seed"] = seed
         if logprobs:
             kwargs.update(logprobs=True, top_logprobs=5)
-        if json_mode:
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         r = self.llm().create_chat_completion(**kwargs)
         choice = r["choices"][0]

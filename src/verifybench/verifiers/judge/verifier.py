@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jinja2 import Environment, FileSystemLoader, PackageLoader, ChoiceLoader, StrictUndefined
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifybench.cases import Case, Verdict
 from verifybench.verifiers.base import Verifier
@@ -75,6 +75,7 @@ class JudgeOptions(BaseModel):
     max_source_chars: int = Field(6000, ge=200, description="sources are cut to this length for small contexts")
     logprobs: bool = True
     json_mode: bool = True
+    constrain: bool = Field(True, description="constrain the reply to the verdict JSON schema where the backend can")
     timeout_s: float = Field(60.0, gt=0)
     retries: int = Field(3, ge=0)
     backoff_s: float = Field(1.0, ge=0)
@@ -88,9 +89,31 @@ class JudgeOptions(BaseModel):
 
 class JudgeAnswer(BaseModel):
     hallucinated: bool
-    probability: float | None = Field(None, ge=0.0, le=1.0)
+    probability: float | None = None
     claim: str | None = ""
     reason: str | None = ""
+
+    @field_validator("probability")
+    @classmethod
+    def _in_range(cls, v: float | None) -> float | None:
+        # A stated "probability" of 50 or -1 is no probability: drop it (the score then comes from the
+        # log-probabilities, or from the yes/no) rather than fail a verdict whose decision is readable.
+        return v if v is None or 0.0 <= v <= 1.0 else None
+
+
+# The reply's schema, keys in the order the prompt asks for: "hallucinated" first, so its token's
+# log-probabilities decide before anything else is written. Short strings keep a small model on track.
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "hallucinated": {"type": "boolean"},
+        "probability": {"type": "number"},
+        "claim": {"type": "string", "maxLength": 200},
+        "reason": {"type": "string", "maxLength": 200},
+    },
+    "required": ["hallucinated", "probability", "claim", "reason"],
+    "additionalProperties": False,
+}
 
 
 def parse_answer(text: str) -> JudgeAnswer:
@@ -163,7 +186,8 @@ class JudgeVerifier(Verifier):
 
                     path = bundled_model_path(o.model) if o.model in ("smollm2",) else o.model
                     base_url = o.base_url or shared_server(path).base_url
-                    self._backend = OpenAICompatible(o.model, base_url, o.api_key_env or "VERIFYBENCH_LOCAL_KEY")
+                    self._backend = OpenAICompatible(o.model, base_url, o.api_key_env or "VERIFYBENCH_LOCAL_KEY",
+                                                     schema_style="llamacpp")
                 elif o.backend == "openai":
                     self._backend = OpenAICompatible(o.model, o.base_url, o.api_key_env or "OPENAI_API_KEY")
                 elif o.backend == "anthropic":
@@ -202,7 +226,8 @@ class JudgeVerifier(Verifier):
     def _complete(self, messages: list[dict], sample: int, stats: dict) -> Completion:
         o = self.options
         params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed + sample,
-                  "logprobs": o.logprobs, "json_mode": o.json_mode}
+                  "logprobs": o.logprobs, "json_mode": o.json_mode,
+                  "schema": VERDICT_SCHEMA if o.constrain and o.backend != "anthropic" else None}
         kind = o.backend if o.backend != "local" else "openai-local"
         key = request_key(kind, o.model, messages, params, sample)
         cache = CompletionCache(o.cache_dir)
