@@ -184,3 +184,14 @@ def test_parse_label_is_type_strict():
 def test_fieldspec_rejects_unknown_keys():
     with pytest.raises(Exception, match="respnse"):
         FieldSpec.model_validate({"respnse": "x"})
+
+
+def test_seeded_sample_is_uniform_reproducible_and_in_file_order(tmp_path):
+    f = write(tmp_path / "cases.jsonl", "\n".join(row(i) for i in range(1000)) + "\n")
+    a = [c.id for c in iter_cases(spec(loader="jsonl", path=str(f), sample=100, seed=3))]
+    b = [c.id for c in iter_cases(spec(loader="jsonl", path=str(f), sample=100, seed=3))]
+    c = [c.id for c in iter_cases(spec(loader="jsonl", path=str(f), sample=100, seed=4))]
+    assert a == b and a != c and len(a) == 100 == len(set(a))
+    positions = [int(x[1:]) for x in a]
+    assert positions == sorted(positions)
+    assert 300 < sum(positions) / len(positions) < 700  # spread over the file, not its head

@@ -16,7 +16,7 @@ class FailEveryOptions(BaseModel):
 
 
 class FailEvery(CaseVerifier):
-    """Scores by response length, but raises on every n-th case (by position in the id's hash order)."""
+    """Scores by response length, but raises on every n-th case it is given."""
 
     name = "fail-every"
     description = "test verifier that raises on some cases"
