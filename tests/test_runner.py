@@ -162,3 +162,19 @@ batch_size: 50
     scores = {(r["verifier"], r["case_id"]): r["score"] for r in verdicts(run_dir)}
     assert scores == {(r["verifier"], r["case_id"]): r["score"] for r in verdicts(tmp_path / "full")}
     assert json.loads((run_dir / "manifest.json").read_text())["resumes"] == 1
+
+
+def test_dataset_hash_does_not_depend_on_where_the_data_lives(tmp_path, root):
+    import shutil
+
+    from verifybench.loaders import DatasetSpec, dataset_hash
+
+    for d in ("a", "b/deeper"):
+        (tmp_path / d).mkdir(parents=True)
+        shutil.copy(root / "datasets/demo/cases.jsonl", tmp_path / d / "cases.jsonl")
+    a = dataset_hash(DatasetSpec(loader="jsonl", path=str(tmp_path / "a/cases.jsonl")))
+    b = dataset_hash(DatasetSpec(loader="jsonl", path=str(tmp_path / "b/deeper/cases.jsonl")))
+    assert a == b
+    with open(tmp_path / "b/deeper/cases.jsonl", "a") as f:
+        f.write("\n")
+    assert dataset_hash(DatasetSpec(loader="jsonl", path=str(tmp_path / "b/deeper/cases.jsonl"))) != a

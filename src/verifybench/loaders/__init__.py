@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -129,10 +130,17 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
 
 
 def dataset_hash(spec: DatasetSpec) -> str:
-    """sha256 over the loader settings and the bytes of every local file the dataset reads."""
+    """sha256 over the loader settings and the bytes of every local file the dataset reads.
+
+    Local paths enter only by file name, so the same data hashes the same in any checkout or folder
+    (a CI clone, a colleague's machine); a hub name (hf loader) enters as it is."""
     h = hashlib.sha256()
-    h.update(spec.model_dump_json(exclude={"limit", "sample", "seed", "on_error"}).encode())
-    for file in _files(spec):
+    files = _files(spec)
+    local = {str(f) for f in files}
+    options = {k: v for k, v in spec.options.items()
+               if not (k in ("path", "data_files") and (Path(str(v)).exists() or str(v) in local))}
+    h.update(json.dumps({"loader": spec.loader, **options}, sort_keys=True, default=str).encode())
+    for file in files:
         h.update(str(file.name).encode())
         with open(file, "rb") as f:
             while chunk := f.read(1 << 20):
