@@ -146,3 +146,10 @@ def test_logprob_parsing_handles_split_tokens():
             TokenLogprob(" tr", -0.2, {" tr": math.log(0.6), " fal": math.log(0.3), " maybe": math.log(0.1)}),
             TokenLogprob("ue", -0.01)]
     assert logprob_probability(Completion(text="", logprobs=toks)) == pytest.approx(0.6 / 0.9)
+
+
+def test_raw_newlines_inside_strings_are_read():
+    from verifybench.verifiers.judge.verifier import parse_answer
+
+    a = parse_answer('{"hallucinated": true, "probability": 0.7, "claim": "line one\nline two", "reason": "x"}')
+    assert a.hallucinated is True and a.claim == "line one\nline two"

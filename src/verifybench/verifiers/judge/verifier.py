@@ -121,7 +121,8 @@ def parse_answer(text: str) -> JudgeAnswer:
     start = text.find("{")
     if start < 0:
         raise ValueError("no JSON object in the reply")
-    obj, _ = json.JSONDecoder().raw_decode(text[start:])
+    # strict=False: small models put raw newlines inside strings; the verdict is still readable.
+    obj, _ = json.JSONDecoder(strict=False).raw_decode(text[start:])
     return JudgeAnswer.model_validate(obj)
 
 
