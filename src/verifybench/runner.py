@@ -232,7 +232,9 @@ class Runner:
                         todo = [c for c in batch if (verifier.id, c.id) not in done]
                         if not todo:
                             continue
+                        started = time.perf_counter()
                         verdicts = verify_batch(verifier, todo)
+                        spent = time.perf_counter() - started
                         results.write(verdicts)
                         bad = [v for v in verdicts if v.error is not None]
                         if bad:
@@ -240,7 +242,7 @@ class Runner:
                                           "message": v.error} for v in bad)
                         new += len(verdicts)
                         failed += len(bad)
-                        bar.advance(verifier.id, len(todo))
+                        bar.advance(verifier.id, len(todo), spent)
                 # Bad records after the last full batch.
                 if load_errors:
                     skipped += len(load_errors)
@@ -279,11 +281,13 @@ def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
 
 
 class _Progress:
-    """One rich progress bar per verifier, with cases/s and ETA."""
+    """One rich progress bar per verifier, with cases/s and ETA. The rate is each verifier's own: cases
+    over the time spent inside that verifier, not over wall time shared with the others."""
 
     def __init__(self, verifiers: list[Verifier], total: int | None, done: set[tuple[str, str]], enabled: bool):
         self.enabled = enabled
         self.tasks: dict[str, Any] = {}
+        self.own: dict[str, tuple[int, float]] = {}
         if not enabled:
             return
         from rich.progress import (
@@ -298,12 +302,14 @@ class _Progress:
             already = sum(1 for vid, _ in done if vid == v.id)
             self.tasks[v.id] = self.progress.add_task(v.id, total=total, completed=already, rate="")
 
-    def advance(self, verifier_id: str, n: int) -> None:
+    def advance(self, verifier_id: str, n: int, seconds: float) -> None:
         if self.enabled:
             task_id = self.tasks[verifier_id]
+            done, spent = self.own.get(verifier_id, (0, 0.0))
+            self.own[verifier_id] = (done + n, spent + seconds)
+            rate = (done + n) / (spent + seconds) if spent + seconds > 0 else 0.0
             self.progress.advance(task_id, n)
-            speed = self.progress.tasks[task_id].speed
-            self.progress.update(task_id, rate=f"{speed:,.0f} cases/s" if speed else "")
+            self.progress.update(task_id, rate=f"{rate:,.0f} cases/s")
 
     def __enter__(self):
         if self.enabled:
