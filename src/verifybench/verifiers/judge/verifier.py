@@ -225,6 +225,14 @@ class JudgeVerifier(Verifier):
     # --- one request, with cache, replay and retries -------------------------------------------------
 
     def _complete(self, messages: list[dict], sample: int, stats: dict) -> Completion:
+        completion = self._fetch(messages, sample, stats)
+        # Tokens count for cached answers too: cost is what the verdicts cost to make, so a replayed CI
+        # run reports what a live run would pay.
+        stats["input_tokens"] += completion.input_tokens
+        stats["output_tokens"] += completion.output_tokens
+        return completion
+
+    def _fetch(self, messages: list[dict], sample: int, stats: dict) -> Completion:
         o = self.options
         params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed + sample,
                   "logprobs": o.logprobs, "json_mode": o.json_mode,
@@ -256,16 +264,12 @@ class JudgeVerifier(Verifier):
 
     def _ask(self, messages: list[dict], sample: int, stats: dict) -> tuple[JudgeAnswer, float, Completion]:
         completion = self._complete(messages, sample, stats)
-        stats["input_tokens"] += completion.input_tokens
-        stats["output_tokens"] += completion.output_tokens
         try:
             answer = parse_answer(completion.text)
         except (ValueError, ValidationError) as first:
             stats["repairs"] += 1
             repair = messages + [{"role": "assistant", "content": completion.text}, {"role": "user", "content": REPAIR}]
             completion = self._complete(repair, sample, stats)
-            stats["input_tokens"] += completion.input_tokens
-            stats["output_tokens"] += completion.output_tokens
             try:
                 answer = parse_answer(completion.text)
             except (ValueError, ValidationError) as second:
