@@ -22,7 +22,8 @@ from verifybench.metrics.operating import cost_per_1k, latency_summary, pareto_f
 from verifybench.metrics.shortcuts import CUES, shortcut_report
 from verifybench.metrics.thresholds import Target, parse_target, select_threshold, split_roles
 
-CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
+CURVE_POINTS = 400
+SHORTCUT_MIN_PER_CLASS = 20  # the shortcut check needs this many cases of each class in a group  # per-threshold rows embedded for plots and the report's slider
 OVERALL = "all"
 
 
@@ -314,8 +315,8 @@ def shortcuts(cases: list[dict], cues: dict[str, dict[str, float]]) -> dict[str,
     out = {}
     for key, cs in sorted(groups.items()):
         y = [c["label"] for c in cs]
-        if all(y) or not any(y):
-            continue
+        if min(sum(y), len(y) - sum(y)) < SHORTCUT_MIN_PER_CLASS:
+            continue  # an AUROC over a dozen cases would warn about noise
         out[key] = shortcut_report(y, {cue: [cues[c["id"]].get(cue) for c in cs] for cue in CUES})
     return jsonable(out)
 
