@@ -1,7 +1,6 @@
 import json
 import tracemalloc
 from collections import Counter
-from pathlib import Path
 
 import pandas as pd
 import pytest

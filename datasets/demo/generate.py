@@ -111,7 +111,7 @@ def support_outage(rng):
         "unsupported_addition": f"Sign-in failed in {region} for {minutes} minutes. "
                                 f"The cause was a failed database upgrade.",
     }
-    also = [f"No other region was affected.", f"Data was not lost."]
+    also = ["No other region was affected.", "Data was not lost."]
     return source, faithful, errors, also
 
 
@@ -134,7 +134,7 @@ def support_shipping(rng):
         "unsupported_addition": f"The {product} ships with {carrier} within {days} business days. "
                                 f"Express delivery is available for an extra $9.",
     }
-    also = [f"Unused items can be returned for 30 days.", f"Delivery is with {carrier}."]
+    also = ["Unused items can be returned for 30 days.", f"Delivery is with {carrier}."]
     return source, faithful, errors, also
 
 
@@ -158,7 +158,7 @@ def support_account(rng):
         "unsupported_addition": f"The account locks for {hours} hours after {attempts} failed attempts. "
                                 f"Locked accounts are deleted after 90 days.",
     }
-    also = [f"Support staff never ask for your password.", f"Administrators can unlock accounts early."]
+    also = ["Support staff never ask for your password.", "Administrators can unlock accounts early."]
     return source, faithful, errors, also
 
 
@@ -186,7 +186,7 @@ def contract_services(rng):
         "unsupported_addition": f"The agreement runs {months} months at ${fee:,} per month. "
                                 f"{rng.choice(EXTRAS['contract'])}",
     }
-    also = [f"Liability is capped at 12 months of fees.", f"The agreement does not auto-renew."]
+    also = ["Liability is capped at 12 months of fees.", "The agreement does not auto-renew."]
     return source, faithful, errors, also
 
 
@@ -210,7 +210,7 @@ def contract_lease(rng):
         "unsupported_addition": f"{tenant} pays ${rent:,} per month for five years. "
                                 f"The landlord covers all utility costs.",
     }
-    also = [f"Rent is due on the first of each month.", f"The lease runs for five years."]
+    also = ["Rent is due on the first of each month.", "The lease runs for five years."]
     return source, faithful, errors, also
 
 
@@ -235,7 +235,7 @@ def contract_nda(rng):
         "unsupported_addition": f"The NDA lasts {years} years under the laws of {law}. "
                                 f"Breaches carry a fixed penalty of $50,000.",
     }
-    also = [f"Public information is excluded.", f"No IP licence is granted."]
+    also = ["Public information is excluded.", "No IP licence is granted."]
     return source, faithful, errors, also
 
 
@@ -260,7 +260,7 @@ def contract_sla(rng):
         "unsupported_addition": f"{supplier} commits to {uptime}% availability. "
                                 f"{rng.choice(EXTRAS['contract'])}",
     }
-    also = [f"Scheduled maintenance is not downtime.", f"The credit is {credit}% of the monthly fee."]
+    also = ["Scheduled maintenance is not downtime.", f"The credit is {credit}% of the monthly fee."]
     return source, faithful, errors, also
 
 
@@ -285,7 +285,7 @@ def tech_config(rng):
         "unsupported_addition": f"In {lib} {major}.{minor} the request timeout is {timeout} seconds. "
                                 f"{rng.choice(EXTRAS['technical'])}",
     }
-    also = [f"Changing the pool size needs a restart.", f"TLS is on by default."]
+    also = ["Changing the pool size needs a restart.", "TLS is on by default."]
     return source, faithful, errors, also
 
 
@@ -307,7 +307,7 @@ def tech_release(rng):
         "unsupported_addition": f"{lib} {major}.0 requires Python {py}. "
                                 f"It also adds a built-in web dashboard.",
     }
-    also = [f"Streaming uploads are now supported.", f"The legacy sync client was removed."]
+    also = ["Streaming uploads are now supported.", "The legacy sync client was removed."]
     return source, faithful, errors, also
 
 
@@ -319,7 +319,7 @@ def tech_api(rng):
               f"project is permanent and cannot be undone. API keys do not expire, but they can be revoked.")
     faithful = [f"The {product} API allows {limit} requests per minute per key, and list endpoints return up to "
                 f"{page} items per page.",
-                f"Deleted projects cannot be restored. Keys never expire on their own but can be revoked."]
+                "Deleted projects cannot be restored. Keys never expire on their own but can be revoked."]
     errors = {
         "wrong_number": f"The {product} API allows {limit * 10} requests per minute per key.",
         "swapped_entity": f"List endpoints return up to {page} items per page; use the offset parameter to get "
@@ -329,7 +329,7 @@ def tech_api(rng):
         "unsupported_addition": f"The {product} API allows {limit} requests per minute per key. "
                                 f"Webhooks are retried for up to 24 hours.",
     }
-    also = [f"API keys can be revoked.", f"Use the cursor parameter to page."]
+    also = ["API keys can be revoked.", "Use the cursor parameter to page."]
     return source, faithful, errors, also
 
 
@@ -349,7 +349,7 @@ def tech_backup(rng):
         "unsupported_addition": f"{product} keeps daily snapshots for {days} days. "
                                 f"Restores finish within 15 minutes.",
     }
-    also = [f"Restores can start from the dashboard or CLI.", f"Snapshots are encrypted at rest."]
+    also = ["Restores can start from the dashboard or CLI.", "Snapshots are encrypted at rest."]
     return source, faithful, errors, also
 
 

@@ -123,13 +123,17 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
     return policy
 
 
+def _scored_frame(cases: list, verdicts: list, s: Settings):
+    f = frame(cases, verdicts, s.by, s.seed, s.test_fraction)
+    return f.assign(ok=f["error"].isna() & f["score"].notna())
+
+
 def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[str] | None = None) -> list[dict]:
     """Paired comparisons: pairs of verifiers within one run, or each verifier of run A against the
     verifier of the same id in run B (same dataset required)."""
     ma, metrics_a, cases_a, verdicts_a = metrics_for(run_a)
     s = settings_for(Path(run_a), ma)
-    fa = frame(cases_a, verdicts_a, s.by, s.seed, s.test_fraction)
-    fa = fa.assign(ok=fa["error"].isna() & fa["score"].notna())
+    fa = _scored_frame(cases_a, verdicts_a, s)
 
     def thr(metrics: dict, vid: str) -> float | None:
         return metrics["verifiers"][vid]["overall"]["threshold"]["value"]
@@ -147,8 +151,7 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         raise VerifybenchError(
             f"the runs scored different data (dataset {ma['dataset']['hash'][:12]} vs {mb['dataset']['hash'][:12]}); "
             "a paired comparison needs the same cases")
-    fb = frame(cases_b, verdicts_b, s.by, s.seed, s.test_fraction)
-    fb = fb.assign(ok=fb["error"].isna() & fb["score"].notna())
+    fb = _scored_frame(cases_b, verdicts_b, s)
     shared = [v for v in metrics_a["verifiers"] if v in metrics_b["verifiers"] and (not verifiers or v in verifiers)]
     if not shared:
         raise VerifybenchError("the two runs share no verifier id to compare")

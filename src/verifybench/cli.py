@@ -83,6 +83,20 @@ def describe(
         console.print(table)
 
 
+def _with_ci(point: dict, key: str) -> str:
+    v, ci = point.get(key), point.get("ci95", {}).get(key)
+    if v is None:
+        return "-"
+    return f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "")
+
+
+def _diff(d: dict | None) -> tuple[str, str]:
+    if not d:
+        return "-", ""
+    p = "<0.001" if d["p_value"] == 0 else f"{d['p_value']:.3g}"  # 0 of 1,000 resamples crossed zero
+    return f"{d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]", p
+
+
 @app.command()
 def thresholds(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
@@ -106,14 +120,8 @@ def thresholds(
                 warnings.append(f"{vid} / {key}: {row['warning']}")
                 continue
             cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
-            ci = test.get("ci95", {})
-
-            def cell(k):
-                v = test.get(k)
-                lo_hi = ci.get(k)
-                return "-" if v is None else f"{v:.3f}" + (f" [{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]" if lo_hi and None not in lo_hi else "")
-            table.add_row(vid, key, f"{row['threshold']:.4f}", f"{cal.get('f1') or 0:.3f}", cell("precision"),
-                          cell("recall"), cell("f1"))
+            table.add_row(vid, key, f"{row['threshold']:.4f}", f"{cal.get('f1') or 0:.3f}",
+                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")))
     console.print(table)
     for w in warnings:
         console.print(f"* {w}", highlight=False)
@@ -138,14 +146,8 @@ def compare(
         return
     table = Table("A", "B", "cases", "AUROC A-B [95% CI]", "p", "F1 A-B [95% CI]", "p", "McNemar p (A only / B only right)")
     for r in results:
-        def diff(k):
-            d = r.get(k)
-            if not d:
-                return "-", ""
-            p = "<0.001" if d["p_value"] == 0 else f"{d['p_value']:.3g}"  # 0 of 1,000 resamples crossed zero
-            return f"{d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]", p
         m = r.get("mcnemar")
-        table.add_row(r["a"], r["b"], str(r["cases"]), *diff("auroc_diff"), *diff("f1_diff"),
+        table.add_row(r["a"], r["b"], str(r["cases"]), *_diff(r.get("auroc_diff")), *_diff(r.get("f1_diff")),
                       f"{m['p_value']:.3g} ({m['a_only_right']} / {m['b_only_right']})" if m else r.get("warning", "-"))
     console.print(table)
 
@@ -175,7 +177,6 @@ def gate(
     summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here")] = None,
 ) -> None:
     """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison."""
-    from verifybench.gate import markdown_summary
 
     try:
         result = api.gate(run_dir, baseline, max_drop, max_rise, min_cases, slices, junit, summary)

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import SuiteError
+
+
+def default_cache(kind: str) -> str:
+    """Where a verifier keeps `kind` of cache by default: $VERIFYBENCH_CACHE, else the XDG cache folder."""
+    base = os.environ.get("VERIFYBENCH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "verifybench")
+    return str(Path(base).expanduser() / kind)
 
 
 class NoOptions(BaseModel):

@@ -15,9 +15,7 @@ threshold that decides a case is the metrics layer's.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -29,12 +27,7 @@ from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
     Chunk, chunks, claims, claims_from_doc, detect_language, english_pipeline,
 )
-from verifybench.verifiers.base import Verifier
-
-
-def default_cache_dir() -> str:
-    base = os.environ.get("VERIFYBENCH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "verifybench")
-    return str(Path(base).expanduser() / "embeddings")
+from verifybench.verifiers.base import Verifier, default_cache
 
 
 class AnchorsOptions(BaseModel):
@@ -51,7 +44,7 @@ class AnchorsOptions(BaseModel):
     support_threshold: float = Field(0.6, description="labels claims supported/unsupported in the details only")
     with_question: bool = Field(False, description="embed each claim after the case's question (short answers "
                                 "such as 'Delhi' carry no subject of their own)")
-    cache_dir: str | None = Field(default_factory=default_cache_dir, description="null: no disk cache")
+    cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     batch_size: int = Field(64, ge=1)
 
 

@@ -31,7 +31,7 @@ from jinja2 import Environment, FileSystemLoader, PackageLoader, ChoiceLoader, S
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifybench.cases import Case, Verdict
-from verifybench.verifiers.base import Verifier
+from verifybench.verifiers.base import Verifier, default_cache
 from verifybench.verifiers.judge.backends import (
     AnthropicBackend, Backend, Completion, LlamaCppInProcess, OpenAICompatible, Retryable,
 )
@@ -40,11 +40,6 @@ from verifybench.verifiers.judge.cache import CompletionCache, ReplayMiss, reque
 REPAIR = "That was not a valid JSON object with the keys asked for. Reply again with only the JSON object."
 TEMPLATE_FOR = (("summ", "summary"), ("dialog", "dialogue"), ("polic", "policy"), ("refund", "policy"),
                 ("qa", "qa"), ("question", "qa"), ("support", "qa"))
-
-
-def default_cache_dir() -> str:
-    base = os.environ.get("VERIFYBENCH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "verifybench")
-    return str(Path(base).expanduser() / "judge")
 
 
 class Prices(BaseModel):
@@ -81,7 +76,7 @@ class JudgeOptions(BaseModel):
     backoff_s: float = Field(1.0, ge=0)
     max_backoff_s: float = Field(30.0, ge=0)
     concurrency: int = Field(4, ge=1)
-    cache_dir: str | None = Field(default_factory=default_cache_dir)
+    cache_dir: str | None = Field(default_factory=lambda: default_cache("judge"))
     replay_only: bool = False
     prices: Prices | None = Field(None, description="USD per million input/output tokens; local models cost 0")
     inject: Injection | None = None
@@ -134,7 +129,7 @@ def logprob_probability(completion: Completion) -> float | None:
     if not completion.logprobs:
         return None
     seen = ""
-    for i, tok in enumerate(completion.logprobs):
+    for tok in completion.logprobs:
         if _KEY.search(seen) and tok.token.strip():
             options = dict(tok.top) or {tok.token: tok.logprob}
             options.setdefault(tok.token, tok.logprob)
