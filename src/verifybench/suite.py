@@ -14,7 +14,7 @@ verifiers:
 
 `${NAME}` is replaced from the environment; `${VERIFYBENCH_DATA}` falls back to `--data-dir`, then to a
 `shared/datasets` folder found beside the suite's repository. Relative paths are relative to the suite
-file's folder.
+file's folder, and so are verifier options written as "./x" or "../x".
 """
 
 from __future__ import annotations
@@ -94,7 +94,19 @@ def _resolve_path(value: Any, base: Path) -> Any:
     return value
 
 
-def _verifier_entries(raw: Any, where: str) -> list[VerifierEntry]:
+def _relative_paths(value: Any, base: Path) -> Any:
+    """Verifier options that are written as relative paths ("./x", "../x") are relative to the suite's
+    folder, like the dataset's path; any other string is left alone."""
+    if isinstance(value, str) and value.startswith(("./", "../")):
+        return str((base / value).resolve())
+    if isinstance(value, list):
+        return [_relative_paths(v, base) for v in value]
+    if isinstance(value, dict):
+        return {k: _relative_paths(v, base) for k, v in value.items()}
+    return value
+
+
+def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> list[VerifierEntry]:
     if not isinstance(raw, list) or not raw:
         raise SuiteError(f"{where}: 'verifiers' must be a non-empty list")
     entries: list[VerifierEntry] = []
@@ -108,6 +120,8 @@ def _verifier_entries(raw: Any, where: str) -> list[VerifierEntry]:
                 raise SuiteError(f"{where}: verifiers[{i}] ({name}): options must be a mapping")
         else:
             raise SuiteError(f"{where}: verifiers[{i}] must be a name or a one-key mapping name: {{options}}")
+        if base_dir is not None:
+            options = _relative_paths(options, base_dir)
         vid = str(options.pop("id", name))
         if any(e.id == vid for e in entries):
             raise SuiteError(f"{where}: verifiers[{i}]: id {vid!r} is used twice; give one of them `id: <other>`")
@@ -157,7 +171,7 @@ def parse_suite(
     try:
         return Suite(
             dataset=DatasetSpec.model_validate(dataset),
-            verifiers=_verifier_entries(expanded.get("verifiers"), where),
+            verifiers=_verifier_entries(expanded.get("verifiers"), where, base_dir),
             source=where,
             data_dir=used_data_dir[0] if used_data_dir else None,
             raw=raw,

@@ -25,6 +25,10 @@ BUILTIN: dict[str, str] = {
     "rouge": "verifybench.verifiers.overlap:RougeVerifier",
     "anchors": "verifybench.verifiers.anchors:AnchorsVerifier",
     "judge": "verifybench.verifiers.judge:JudgeVerifier",
+    "graph": "verifybench.verifiers.graph:GraphVerifier",
+    "decision": "verifybench.verifiers.decision:DecisionVerifier",
+    "compliance": "verifybench.verifiers.compliance:ComplianceVerifier",
+    "compliance-onestage": "verifybench.verifiers.compliance:OneStageVerifier",
 }
 
 

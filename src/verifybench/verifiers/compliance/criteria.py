@@ -1,0 +1,127 @@
+"""Stage 1: the standard's requirements for one ingredient, as a checklist.
+
+`VerificationCriterion` is the seed's schema, plus the analyte that the threshold applies to. Two
+extractors turn retrieved standard excerpts into it: `RuleExtractor` (deterministic, for standards
+written in the labelled form of the bundled corpus) and `LLMExtractor` (any judge backend, answering
+in the schema's JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Protocol
+
+from pydantic import BaseModel, Field, ValidationError
+
+from verifybench.verifiers.compliance.terms import QUANTITY, split_list, to_ppm, tokens
+
+
+class VerificationCriterion(BaseModel):
+    ingredient_name: str
+    prohibited_processing_aids: list[str] = Field(
+        default_factory=list, description="processing aids the standard forbids, e.g. bone char, gelatin")
+    carrier_restrictions: list[str] = Field(
+        default_factory=list, description='the carriers (solvents, matrices) the standard permits; ["none"] = no carrier')
+    required_lab_tests: list[str] = Field(
+        default_factory=list, description="laboratory tests the certificate of analysis must report, e.g. PCR, ELISA")
+    max_threshold_ppm: float | None = Field(
+        default=None, description="highest permitted level of unintended cross-contact, in mg/kg (ppm)")
+    threshold_analyte: str | None = Field(default=None, description="what the threshold limits, e.g. animal DNA")
+    source_ids: list[str] = Field(default_factory=list, description="the standard excerpts these come from")
+
+
+class Chunk(Protocol):
+    id: str
+    text: str
+    metadata: dict
+
+
+class CriteriaExtractor(Protocol):
+    def extract(self, ingredient: str, chunks: list[Chunk]) -> VerificationCriterion | None:
+        """The checklist for `ingredient` from the standard excerpts `chunks`; None when none applies."""
+
+
+_FOR = re.compile(r"requirements for (.+?) \(ingredient code ([\w-]+)\)", re.I)
+_LINES = {
+    "prohibited_processing_aids": re.compile(r"^prohibited processing aids?:\s*(.+?)\.?\s*$", re.I | re.M),
+    "carrier_restrictions": re.compile(r"^permitted carriers?:\s*(.+?)\.?\s*$", re.I | re.M),
+    "required_lab_tests": re.compile(r"^required laboratory tests?[^:]*:\s*(.+?)\.?\s*$", re.I | re.M),
+}
+_MAX = re.compile(r"^maximum (.+?):\s*(.+)$", re.I | re.M)
+
+
+class RuleExtractor:
+    """Reads standards written as labelled lines ("Prohibited processing aids: ...", "Permitted
+    carriers: ...", "Required laboratory tests ...: ...", "Maximum <analyte>: <n> mg/kg"). Only excerpts
+    whose heading names the ingredient (or its code) count: a retrieved excerpt about another ingredient
+    or a general introduction adds nothing."""
+
+    def extract(self, ingredient: str, chunks: list[Chunk], code: str | None = None) -> VerificationCriterion | None:
+        want = tokens(ingredient)
+        found = None
+        for chunk in chunks:
+            head = _FOR.search(chunk.text)
+            if not head or not (tokens(head.group(1)) == want or (code and head.group(2) == code)):
+                continue
+            found = found or VerificationCriterion(ingredient_name=head.group(1))
+            found.source_ids.append(chunk.id)
+            for field, rx in _LINES.items():
+                m = rx.search(chunk.text)
+                if m:
+                    items = split_list(re.sub(r"\(the ingredient is supplied without a carrier\)", "", m.group(1)))
+                    items = ["none"] if items and items[0].lower().startswith("none") else items
+                    getattr(found, field).extend(i for i in items if i not in getattr(found, field))
+            m = _MAX.search(chunk.text)
+            if m and (q := QUANTITY.search(m.group(2))):
+                limit = to_ppm(*q.groups())
+                # Two excerpts with different limits: the stricter one applies.
+                if found.max_threshold_ppm is None or limit < found.max_threshold_ppm:
+                    found.max_threshold_ppm, found.threshold_analyte = limit, m.group(1).strip()
+        return found
+
+
+PROMPT = """You turn a certification standard into a checklist.
+Ingredient: {ingredient}
+
+Standard excerpts:
+{context}
+
+Reply with only a JSON object with these keys: ingredient_name (string), prohibited_processing_aids (list of
+strings), carrier_restrictions (list of the permitted carriers; ["none"] if the ingredient must have no carrier),
+required_lab_tests (list of strings), max_threshold_ppm (number in mg/kg, or null), threshold_analyte (string or
+null). Use only what the excerpts say about this ingredient; if they say nothing about it, reply {{"ingredient_name": null}}."""
+
+
+class LLMExtractor:
+    """Asks a judge backend (OpenAI-compatible, Anthropic or llama.cpp) to fill the checklist. A reply
+    that is not the schema's JSON raises ValueError, which becomes the case's error verdict."""
+
+    def __init__(self, backend, max_tokens: int = 400, timeout: float = 60.0):
+        self.backend = backend
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+
+    def extract(self, ingredient: str, chunks: list[Chunk], code: str | None = None) -> VerificationCriterion | None:
+        context = "\n\n".join(f"[{c.id}] {c.text}" for c in chunks)
+        messages = [{"role": "user", "content": PROMPT.format(ingredient=ingredient, context=context)}]
+        schema = VerificationCriterion.model_json_schema()
+        reply = self.backend.complete(messages, temperature=0.0, max_tokens=self.max_tokens, seed=0, logprobs=False,
+                                      json_mode=True, timeout=self.timeout, schema=schema)
+        text = reply.text.strip()
+        start, end = text.find("{"), text.rfind("}")
+        try:
+            data = json.loads(text[start:end + 1])
+        except ValueError:
+            raise ValueError(f"criteria extractor: reply is not JSON: {text[:200]!r}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"criteria extractor: reply is not a JSON object: {text[:200]!r}")
+        if data.get("ingredient_name") is None:
+            return None
+        try:
+            found = VerificationCriterion.model_validate(data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ValueError(f"criteria extractor: field {'.'.join(map(str, err['loc']))!r}: {err['msg']}") from None
+        found.source_ids = [c.id for c in chunks]
+        return found

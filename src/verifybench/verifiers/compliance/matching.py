@@ -1,0 +1,143 @@
+"""Stage 3: deterministic matching of a checklist against evidence documents.
+
+Every criterion ends in one of three states, never a guess:
+- `satisfied`, with the line of evidence that shows it;
+- `violated`, with the line that breaks it (a prohibited aid as carrier, a value over the limit);
+- `missing_evidence`, with the document type that would have been needed.
+
+What the matcher reads in a supplier document: its "Carrier: ..." and "Processing aids: ..."
+declarations, and result lines ("- animal DNA (PCR): 0.03 mg/kg ...") of certificates of analysis. Lab
+results count only from a CoA, since a specification sheet states targets, not measurements.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from verifybench.verifiers.compliance.criteria import VerificationCriterion
+from verifybench.verifiers.compliance.terms import QUANTITY, mentions, split_list, to_ppm
+
+Status = Literal["satisfied", "violated", "missing_evidence"]
+CARRIER = re.compile(r"^\s*carriers?\s*:\s*(.+?)\.?\s*$", re.I | re.M)
+AIDS = re.compile(r"^\s*processing aids?\s*:\s*(.+?)\.?\s*$", re.I | re.M)
+RESULT = re.compile(r"^\s*[-*•]\s*(.+?):\s*(.+?)\s*$", re.M)
+NOT_DETECTED = re.compile(r"not detected|absent|negative|below (the )?(limit|LOD|LOQ)", re.I)
+
+
+class CriterionCheck(BaseModel):
+    criterion: str = Field(description="the requirement, in words")
+    kind: Literal["prohibited_aid", "carrier", "lab_test", "threshold", "standard"]
+    status: Status
+    evidence: str | None = Field(None, description="the quoted line that decided it")
+    doc_id: str | None = None
+    required_doc_type: str | None = Field(None, description="for missing evidence: what would have shown it")
+
+
+class Audit(BaseModel):
+    """One ingredient lot's audit: the checklist, what was retrieved, and each criterion's state."""
+
+    ingredient: str
+    lot_id: str | None = None
+    criteria: VerificationCriterion | None = None
+    checks: list[CriterionCheck] = Field(default_factory=list)
+    standard_ids: list[str] = Field(default_factory=list)
+    evidence_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def status(self) -> Literal["compliant", "violated", "missing_evidence", "no_criteria"]:
+        if not self.checks:
+            return "no_criteria"
+        states = {c.status for c in self.checks}
+        return "violated" if "violated" in states else "missing_evidence" if "missing_evidence" in states else "compliant"
+
+
+def _declarations(docs, rx) -> list[tuple[str, str, list[str]]]:
+    """(doc id, quoted line, items) of every declaration line matching `rx`."""
+    out = []
+    for d in docs:
+        for m in rx.finditer(d.text):
+            items = [i for i in split_list(m.group(1)) if not i.lower().startswith("none")]
+            out.append((d.id, m.group(0).strip(), items))
+    return out
+
+
+def _results(docs) -> list[tuple[str, str, str, str]]:
+    """(doc id, quoted line, test name, result) of every result line of every certificate of analysis."""
+    return [(d.id, m.group(0).strip(" -*•"), m.group(1), m.group(2))
+            for d in docs if d.doc_type.lower() == "coa" for m in RESULT.finditer(d.text)]
+
+
+def match_criteria(criteria: VerificationCriterion | None, docs: list) -> list[CriterionCheck]:
+    """Check every criterion of `criteria` against `docs` (objects with `id`, `doc_type`, `text`). No
+    criteria -> no checks: the caller decides what an unknown requirement means."""
+    if criteria is None:
+        return []
+    checks: list[CriterionCheck] = []
+    carriers = _declarations(docs, CARRIER)
+    aids = _declarations(docs, AIDS)
+    declared = carriers + aids
+
+    for aid in criteria.prohibited_processing_aids:
+        name = f"no {aid} (prohibited processing aid)"
+        bad = next(((doc, line) for doc, line, items in declared if any(mentions(i, aid) for i in items)), None)
+        if bad:
+            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", status="violated",
+                                         evidence=bad[1], doc_id=bad[0]))
+        elif declared:
+            doc, line, _ = declared[0]
+            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", status="satisfied",
+                                         evidence="; ".join(dict.fromkeys(d[1] for d in declared)), doc_id=doc))
+        else:
+            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", status="missing_evidence",
+                                         required_doc_type="TDS or CoA declaring carrier and processing aids"))
+
+    if criteria.carrier_restrictions:
+        permitted = [c for c in criteria.carrier_restrictions if c.lower() != "none"]
+        name = ("no carrier" if not permitted else f"carrier is one of: {', '.join(permitted)}")
+        if not carriers:
+            checks.append(CriterionCheck(criterion=name, kind="carrier", status="missing_evidence",
+                                         required_doc_type="TDS or CoA declaring the carrier"))
+        else:
+            doc, line, items = carriers[0]
+            off_list = [i for i in items if not any(mentions(i, p) for p in permitted)]
+            checks.append(CriterionCheck(criterion=name, kind="carrier",
+                                         status="violated" if off_list else "satisfied", evidence=line, doc_id=doc))
+
+    results = _results(docs)
+    for test in criteria.required_lab_tests:
+        found = next((r for r in results if mentions(r[2], test)), None)
+        name = f"CoA reports {test}"
+        if found:
+            checks.append(CriterionCheck(criterion=name, kind="lab_test", status="satisfied", evidence=found[1],
+                                         doc_id=found[0]))
+        else:
+            checks.append(CriterionCheck(criterion=name, kind="lab_test", status="missing_evidence",
+                                         required_doc_type="CoA"))
+
+    if criteria.max_threshold_ppm is not None:
+        analyte = criteria.threshold_analyte or ""
+        name = f"{analyte or 'contamination'} <= {criteria.max_threshold_ppm:g} mg/kg"
+        found = next((r for r in results if analyte and mentions(r[2], analyte)), None)
+        if found is None:
+            checks.append(CriterionCheck(criterion=name, kind="threshold", status="missing_evidence",
+                                         required_doc_type="CoA"))
+        else:
+            measured = _measured(found[3])
+            if measured is None:
+                status = "missing_evidence"  # a line that names the analyte but gives no value
+            else:
+                status = "satisfied" if measured <= criteria.max_threshold_ppm else "violated"
+            checks.append(CriterionCheck(criterion=name, kind="threshold", status=status, evidence=found[1],
+                                         doc_id=found[0], required_doc_type="CoA" if measured is None else None))
+    return checks
+
+
+def _measured(result: str) -> float | None:
+    """The measured level in mg/kg, 0 for "not detected"; the limit quoted after it is ignored."""
+    if NOT_DETECTED.search(result):
+        return 0.0
+    m = QUANTITY.search(result)
+    return to_ppm(*m.groups()) if m else None

@@ -1,0 +1,188 @@
+"""The `compliance` (two-stage) and `compliance-onestage` verifiers.
+
+A case asks whether one ingredient lot meets a standard; its response claims it does or does not. The
+verifier audits the lot itself (see pipeline.py) and scores the response against the audit:
+
+| response claims | audit: violated | missing evidence | no criteria found | compliant |
+|---|---|---|---|---|
+| compliant       | 1.0             | 0.9              | 0.6               | 0.0       |
+| not compliant   | 0.0             | 0.1              | 0.4               | 0.8       |
+
+Higher = more likely hallucinated. A compliance claim over a violated criterion, or over a mandatory
+document nobody could find, is what the seed calls a false positive; a rejection of a lot whose evidence
+satisfies every criterion is the opposite error. Each criterion becomes a `Unit` with its status and
+the quoted evidence (or the document type that was missing).
+
+Which lot a case is about is read from the case (`ingredient_field`, `lot_field`, `code_field`:
+`meta.<key>` or a Case attribute); the response's claim from its wording ("not compliant", "cannot be
+certified", "does not meet" vs "compliant", "meets"), or from `claim_field` when the data states it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifybench.cases import Case, Unit, Verdict
+from verifybench.verifiers.base import CaseVerifier, default_cache
+from verifybench.verifiers.compliance.criteria import LLMExtractor, RuleExtractor
+from verifybench.verifiers.compliance.matching import Audit
+from verifybench.verifiers.compliance.pipeline import OneStagePipeline, TwoStagePipeline
+from verifybench.verifiers.compliance.store import HybridIndex, load_corpus
+
+SCORES = {
+    True: {"violated": 1.0, "missing_evidence": 0.9, "no_criteria": 0.6, "compliant": 0.0},
+    False: {"violated": 0.0, "missing_evidence": 0.1, "no_criteria": 0.4, "compliant": 0.8},
+}
+_DENY = re.compile(r"\b(not|non)[- ]?(fully )?(compliant|conform\w*)\b|\bdoes(n't| not) (meet|comply|conform)"
+                   r"|\bcannot be (certified|approved|accepted)|\bfails? (to meet|the)|\bnot (suitable|demonstrated)"
+                   r"|^\s*no\b", re.I)
+_AFFIRM = re.compile(r"\b(compliant|complies|conforms?|meets|satisfies|suitable for vegans?|is approved)\b", re.I)
+
+
+def claims_compliance(text: str) -> bool | None:
+    """True when `text` claims compliance, False when it denies it, None when it says neither."""
+    if _DENY.search(text):
+        return False
+    if _AFFIRM.search(text):
+        return True
+    return None
+
+
+class LLMOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    backend: Literal["openai", "anthropic"] = "openai"
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = Field(None, description="environment variable holding the key (never the key)")
+    timeout_s: float = Field(60.0, gt=0)
+
+
+class ComplianceOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    corpus: str = Field(description="JSONL corpus: {id, doc_type, text, metadata} per line; standards have doc_type 'standard'")
+    extractor: Literal["rules", "llm"] = "rules"
+    llm: LLMOptions | None = Field(None, description="the backend of the `llm` extractor")
+    dense: bool = Field(True, description="fuse embeddings with BM25 (False: BM25 only)")
+    model: str = Field("minilm", description="sentence-transformers model for the dense half")
+    standards_k: int = Field(5, ge=1)
+    evidence_k: int = Field(5, ge=1)
+    k: int = Field(5, ge=1, description="one-stage: documents retrieved for the question")
+    evidence_types: list[str] = Field(default_factory=lambda: ["CoA", "TDS"])
+    standard_type: str = "standard"
+    ingredient_field: str = "meta.ingredient"
+    lot_field: str = "meta.lot_id"
+    code_field: str | None = "meta.ingredient_code"
+    claim_field: str | None = Field(None, description="a boolean field stating the response's claim, instead of its wording")
+    cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"))
+
+
+def _field(case: Case, path: str | None):
+    if not path:
+        return None
+    if path.startswith("meta."):
+        return case.meta.get(path[5:])
+    return getattr(case, path, None)
+
+
+class _ComplianceBase(CaseVerifier):
+    Options = ComplianceOptions
+
+    def __init__(self, id: str | None = None, **options):
+        super().__init__(id, **options)
+        self._pipeline = None
+        self._lock = threading.Lock()
+
+    def _extractor(self):
+        o = self.options
+        if o.extractor == "rules":
+            return RuleExtractor()
+        if o.llm is None:
+            raise ValueError("extractor 'llm' needs the `llm` option (backend, model, base_url)")
+        from verifybench.verifiers.judge.backends import AnthropicBackend, OpenAICompatible
+
+        if o.llm.backend == "anthropic":
+            backend = AnthropicBackend(o.llm.model, o.llm.api_key_env or "ANTHROPIC_API_KEY", o.llm.base_url)
+        else:
+            backend = OpenAICompatible(o.llm.model, o.llm.base_url, o.llm.api_key_env or "OPENAI_API_KEY")
+        return LLMExtractor(backend, timeout=o.llm.timeout_s)
+
+    def _encoder(self):
+        if not self.options.dense:
+            return None
+        from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+
+        return CachedEncoder(make_encoder(self.options.model), self.options.cache_dir)
+
+    def pipeline(self):
+        with self._lock:
+            if self._pipeline is None:
+                self._pipeline = self._build(load_corpus(self.options.corpus))
+            return self._pipeline
+
+    def _build(self, docs):
+        raise NotImplementedError
+
+    def _audit(self, case: Case, ingredient: str, lot: str, code: str | None) -> tuple[Audit, dict]:
+        raise NotImplementedError
+
+    def score_case(self, case: Case) -> Verdict:
+        o = self.options
+        ingredient, lot = _field(case, o.ingredient_field), _field(case, o.lot_field)
+        if not ingredient:
+            raise ValueError(f"case has no ingredient at {o.ingredient_field!r}")
+        claim = _field(case, o.claim_field) if o.claim_field else claims_compliance(case.response)
+        if claim is None:
+            raise ValueError("the response neither claims nor denies compliance"
+                             + (f" (field {o.claim_field!r} is empty)" if o.claim_field else ""))
+        audit, timing = self._audit(case, str(ingredient), str(lot) if lot else None, _field(case, o.code_field))
+        units = [Unit(text=c.criterion, status=c.status, evidence=c.evidence,
+                      score={"violated": 1.0, "missing_evidence": 0.5, "satisfied": 0.0}[c.status],
+                      detail={k: v for k, v in (("kind", c.kind), ("doc_id", c.doc_id),
+                                                ("required_doc_type", c.required_doc_type)) if v})
+                 for c in audit.checks]
+        return Verdict(case_id=case.id, verifier=self.id, score=SCORES[bool(claim)][audit.status], units=units,
+                       detail={"claims_compliant": bool(claim), "audit": audit.status,
+                               "standards": audit.standard_ids, "evidence": audit.evidence_ids,
+                               "criteria": audit.criteria.model_dump(exclude={"source_ids"}) if audit.criteria else None,
+                               "stage_ms": {k: round(v, 3) for k, v in timing.items()}})
+
+    def __getstate__(self):
+        return {**self.__dict__, "_pipeline": None, "_lock": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+class ComplianceVerifier(_ComplianceBase):
+    name = "compliance"
+    description = ("two-stage compliance audit: the standard's criteria first, then evidence filtered to the lot, "
+                   "then deterministic matching; a compliance claim over a violated or unevidenced criterion scores high")
+
+    def _build(self, docs):
+        o = self.options
+        encoder = self._encoder()
+        standards = [d for d in docs if d.doc_type == o.standard_type]
+        evidence = [d for d in docs if d.doc_type != o.standard_type]
+        return TwoStagePipeline(HybridIndex(standards, encoder), HybridIndex(evidence, encoder), self._extractor(),
+                                o.standards_k, o.evidence_k, tuple(o.evidence_types))
+
+    def _audit(self, case, ingredient, lot, code):
+        return self.pipeline().audit(ingredient, lot, code)
+
+
+class OneStageVerifier(_ComplianceBase):
+    name = "compliance-onestage"
+    description = ("one-stage RAG baseline: top-k retrieval over the whole corpus with the question, then the same "
+                   "extractor and matcher as `compliance`")
+
+    def _build(self, docs):
+        o = self.options
+        return OneStagePipeline(HybridIndex(docs, self._encoder()), self._extractor(), o.k, o.standard_type)
+
+    def _audit(self, case, ingredient, lot, code):
+        return self.pipeline().audit(case.question or case.response, ingredient, lot, code)

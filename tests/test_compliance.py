@@ -1,0 +1,292 @@
+"""Two-stage compliance verifier: each stage on documents written here, the seed's beta-carotene false
+positive of the one-stage baseline, and the shipped dataset through both pipelines."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+from helpers.fake_llm import FakeLLM
+from verifybench.cases import Case, Source
+from verifybench.errors import RecordError
+from verifybench.verifiers import build
+from verifybench.verifiers.compliance import (
+    Document, HybridIndex, LLMExtractor, RuleExtractor, TwoStagePipeline, VerificationCriterion, claims_compliance,
+    load_corpus, match_criteria,
+)
+from verifybench.verifiers.judge.backends import OpenAICompatible
+
+STANDARD = Document(id="STD-BC", doc_type="standard", metadata={"ingredient_code": "BC-204"}, text=(
+    "V-Label criteria. Requirements for beta-carotene (ingredient code BC-204).\n"
+    "Prohibited processing aids: pork gelatin, fish gelatin, bone char.\n"
+    "Permitted carriers: plant glycerol, sunflower lecithin.\n"
+    "Required laboratory tests (reported on the certificate of analysis, CoA): animal DNA (PCR), milk protein (ELISA).\n"
+    "Maximum animal DNA: 0.1 mg/kg."))
+OTHER_STANDARD = Document(id="STD-SU", doc_type="standard", text=(
+    "V-Label criteria. Requirements for refined cane sugar (ingredient code SU-001).\n"
+    "Prohibited processing aids: bone char.\nMaximum animal DNA: 0.05 mg/kg."))
+INTRO = Document(id="STD-INTRO", doc_type="standard", text=(
+    "ISO 23662:2021 introduction. Terms for foods suitable for vegetarians or vegans, including beta-carotene."))
+
+
+def coa(lot: str, carrier: str = "sunflower lecithin", dna: str = "0.02 mg/kg", tests: bool = True,
+        note: str = "") -> Document:
+    lines = [f"- animal DNA (PCR): {dna} (limit 0.1 mg/kg)"] + (["- milk protein (ELISA): not detected"] if tests else [])
+    return Document(id=f"COA-{lot}", doc_type="CoA", metadata={"lot_id": lot, "ingredient_code": "BC-204"},
+                    text=f"Certificate of analysis (CoA). beta-carotene, lot {lot}.\nCarrier: {carrier}.\n"
+                         "Processing aids: none.\nResults:\n" + "\n".join(lines) + note)
+
+
+def tds(lot: str, carrier: str) -> Document:
+    return Document(id=f"TDS-{lot}", doc_type="TDS", metadata={"lot_id": lot, "ingredient_code": "BC-204"},
+                    text=f"Technical data sheet (TDS specification). beta-carotene emulsion, lot {lot}.\n"
+                         f"Carrier: {carrier}.\nProcessing aids: none.")
+
+
+def criteria() -> VerificationCriterion:
+    return RuleExtractor().extract("beta-carotene", [INTRO, OTHER_STANDARD, STANDARD])
+
+
+# -- stage 1 ------------------------------------------------------------------------------------------------
+
+def test_rule_extractor_builds_the_checklist_from_the_matching_excerpt_only():
+    c = criteria()
+    assert c.ingredient_name == "beta-carotene" and c.source_ids == ["STD-BC"]
+    assert c.prohibited_processing_aids == ["pork gelatin", "fish gelatin", "bone char"]
+    assert c.carrier_restrictions == ["plant glycerol", "sunflower lecithin"]
+    assert c.required_lab_tests == ["animal DNA (PCR)", "milk protein (ELISA)"]
+    assert c.max_threshold_ppm == pytest.approx(0.1) and c.threshold_analyte == "animal DNA"
+    # The sugar excerpt and the introduction say nothing about beta-carotene.
+    assert RuleExtractor().extract("beta-carotene", [INTRO, OTHER_STANDARD]) is None
+
+
+def test_rule_extractor_converts_units_and_keeps_the_stricter_limit():
+    strict = Document(id="S2", doc_type="standard", text="Requirements for beta-carotene (ingredient code BC-204).\n"
+                                                         "Maximum animal DNA: 50 µg/kg.")
+    c = RuleExtractor().extract("beta-carotene", [STANDARD, strict])
+    assert c.max_threshold_ppm == pytest.approx(0.05) and c.source_ids == ["STD-BC", "S2"]
+
+
+def test_llm_extractor_reads_the_schema_json_from_an_openai_compatible_server():
+    reply = json.dumps({"ingredient_name": "beta-carotene", "prohibited_processing_aids": ["pork gelatin"],
+                        "carrier_restrictions": ["plant glycerol"], "required_lab_tests": ["animal DNA (PCR)"],
+                        "max_threshold_ppm": 0.1, "threshold_analyte": "animal DNA"})
+    server = FakeLLM([reply, "not json at all", json.dumps({"ingredient_name": "x", "max_threshold_ppm": "high"})])
+    try:
+        extractor = LLMExtractor(OpenAICompatible("tiny", server.base_url, api_key_env="VERIFYBENCH_TEST_KEY"))
+        c = extractor.extract("beta-carotene", [STANDARD])
+        assert c.prohibited_processing_aids == ["pork gelatin"] and c.source_ids == ["STD-BC"]
+        sent = server.requests[0]["messages"][0]["content"]
+        assert "beta-carotene" in sent and "Prohibited processing aids: pork gelatin" in sent
+        with pytest.raises(ValueError, match="not JSON"):
+            extractor.extract("beta-carotene", [STANDARD])
+        with pytest.raises(ValueError, match="max_threshold_ppm"):
+            extractor.extract("beta-carotene", [STANDARD])
+    finally:
+        server.close()
+
+
+# -- stage 2 ------------------------------------------------------------------------------------------------
+
+def test_metadata_filter_narrows_candidates_before_scoring():
+    docs = [coa("LOT-1"), coa("LOT-2"), tds("LOT-1", "sunflower lecithin"),
+            Document(id="INV-LOT-1", doc_type="invoice", metadata={"lot_id": "LOT-1"}, text="Invoice for lot LOT-1, 50 kg.")]
+    index = HybridIndex(docs)  # lexical only: no model needed to check the filter
+    rows = index.candidates({"lot_id": "LOT-1", "doc_type": ["CoA", "TDS"]})
+    assert [docs[i].id for i in rows] == ["COA-LOT-1", "TDS-LOT-1"]
+    hits = index.search("carrier gelatin animal DNA", k=5, where={"lot_id": "LOT-1", "doc_type": ["CoA", "TDS"]})
+    assert {h.doc.id for h in hits} == {"COA-LOT-1", "TDS-LOT-1"}
+    # The CoA names the test the query asks for: BM25 ranks it first.
+    assert hits[0].doc.id == "COA-LOT-1" and hits[0].bm25 > hits[1].bm25
+    assert index.search("anything", where={"lot_id": "LOT-404"}) == []
+
+
+def test_hybrid_search_fuses_bm25_and_embeddings(tmp_path):
+    from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+
+    docs = [STANDARD, OTHER_STANDARD, INTRO]
+    index = HybridIndex(docs, CachedEncoder(make_encoder("minilm"), tmp_path))
+    hits = index.search("requirements and restrictions for beta-carotene", k=3)
+    assert "STD-SU" not in [h.doc.id for h in hits[:2]] and all(h.cosine is not None for h in hits)
+    # Reciprocal-rank fusion: each document's score is 1/(60 + its BM25 rank) + 1/(60 + its cosine rank).
+    for h in hits:
+        lex_rank = 1 + sum(o.bm25 > h.bm25 for o in hits)
+        cos_rank = 1 + sum(o.cosine > h.cosine for o in hits)
+        assert h.score == pytest.approx(1 / (60 + lex_rank) + 1 / (60 + cos_rank))
+    assert pickle.loads(pickle.dumps(index)).search("sugar bone char", k=1)[0].doc.id == "STD-SU"
+
+
+# -- stage 3 ------------------------------------------------------------------------------------------------
+
+def statuses(checks):
+    return {c.criterion: c.status for c in checks}
+
+
+def test_matching_satisfied_with_quotes():
+    checks = match_criteria(criteria(), [coa("LOT-1"), tds("LOT-1", "sunflower lecithin")])
+    assert set(statuses(checks).values()) == {"satisfied"} and len(checks) == 3 + 1 + 2 + 1
+    threshold = next(c for c in checks if c.kind == "threshold")
+    assert threshold.evidence.startswith("animal DNA (PCR): 0.02 mg/kg") and threshold.doc_id == "COA-LOT-1"
+
+
+def test_matching_forbidden_carrier_is_violated_with_the_evidence_line():
+    checks = match_criteria(criteria(), [tds("LOT-9", "gelatine (porcine)"), coa("LOT-9", carrier="gelatine (porcine)")])
+    s = statuses(checks)
+    assert s["no pork gelatin (prohibited processing aid)"] == "violated"
+    assert s["no fish gelatin (prohibited processing aid)"] == "satisfied"
+    carrier = next(c for c in checks if c.kind == "carrier")
+    assert carrier.status == "violated" and carrier.evidence == "Carrier: gelatine (porcine)."
+
+
+def test_matching_threshold_in_other_units():
+    over = match_criteria(criteria(), [coa("LOT-3", dna="350 µg/kg")])
+    under = match_criteria(criteria(), [coa("LOT-3", dna="90 ppb")])
+    assert next(c for c in over if c.kind == "threshold").status == "violated"
+    assert next(c for c in under if c.kind == "threshold").status == "satisfied"
+
+
+def test_missing_certificate_is_an_explicit_gap_naming_the_document_type():
+    checks = match_criteria(criteria(), [tds("LOT-5", "sunflower lecithin")])
+    gaps = [c for c in checks if c.status == "missing_evidence"]
+    assert {c.kind for c in gaps} == {"lab_test", "threshold"}
+    assert all(c.required_doc_type == "CoA" for c in gaps)
+    # The TDS still settles the carrier questions.
+    assert next(c for c in checks if c.kind == "carrier").status == "satisfied"
+    # A CoA without the ELISA line: only that test is missing.
+    partial = match_criteria(criteria(), [coa("LOT-6", tests=False)])
+    assert [c.criterion for c in partial if c.status == "missing_evidence"] == ["CoA reports milk protein (ELISA)"]
+
+
+# -- the pipelines and verifiers -----------------------------------------------------------------------------
+
+SEED_QUESTION = "Does our beta-carotene colorant meet vegan certification requirements?"
+SEED_ANSWER = ("Beta-carotene is of plant origin and suitable for vegetarians; the product is compliant, "
+               "with a note about the shared production line.")
+
+
+@pytest.fixture(scope="module")
+def seed_corpus(tmp_path_factory):
+    return write_seed_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
+
+
+def write_seed_corpus(path):
+    """The seed's corpus in miniature: the five plausible chunks a one-stage search finds, the standard, and the
+    lot's own documents showing a pork-gelatin carrier."""
+    docs = [
+        STANDARD, OTHER_STANDARD, INTRO,
+        Document(id="MKT", doc_type="marketing", metadata={"ingredient_code": "BC-204"},
+                 text="Beta-carotene colorant: nature-identical, suitable for vegetarians, ideal for vegan certification "
+                      "of plant drinks. Does our beta-carotene meet your needs? Yes!"),
+        Document(id="ENC", doc_type="encyclopedia", text="Beta-carotene is a provitamin A colorant of plant origin."),
+        Document(id="INV", doc_type="invoice", metadata={"lot_id": "LOT-9921"},
+                 text="Invoice: 50 kg beta-carotene colorant, lot LOT-9921, delivered to the warehouse."),
+        Document(id="ALG", doc_type="allergen_notice",
+                 text="Allergen notice: beta-carotene colorant produced on a line that processes milk. Vegan certification pending."),
+        # Last year's lot: clean, and its certificate says so in the words of the question.
+        coa("LOT-1000", note="\nConclusion: our beta-carotene colorant meets vegan certification requirements."),
+        tds("LOT-9921", "pork gelatin"), coa("LOT-9921", carrier="pork gelatin"),
+        tds("LOT-5555", "sunflower lecithin"),  # a lot without its certificate of analysis
+    ]
+    path.write_text("".join(d.model_dump_json() + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+def seed_case(lot: str, response: str = SEED_ANSWER, label: bool = True) -> Case:
+    return Case(id=f"c-{lot}", dataset="t", question=SEED_QUESTION, response=response, label=label,
+                sources=[Source(id="s", text="x")],
+                meta={"ingredient": "beta-carotene", "ingredient_code": "BC-204", "lot_id": lot})
+
+
+def test_seed_case_one_stage_false_positive_corrected_by_two_stage(seed_corpus, tmp_path):
+    one = build("compliance-onestage", corpus=str(seed_corpus), cache_dir=str(tmp_path))
+    two = build("compliance", corpus=str(seed_corpus), cache_dir=str(tmp_path))
+    case = seed_case("LOT-9921")
+    [v1], [v2] = one.verify([case]), two.verify([case])
+    # One stage: the question pulls marketing text, an introduction and last year's clean certificate, not
+    # the lot's own pork-gelatin CoA: nothing retrieved violates anything, and the claim passes unflagged.
+    assert "COA-LOT-9921" not in v1.detail["evidence"] and "COA-LOT-1000" in v1.detail["evidence"]
+    assert v1.detail["audit"] in ("compliant", "no_criteria") and not any(u.status == "violated" for u in v1.units or [])
+    # Two stages: the checklist first, then the lot's CoA and TDS: the carrier violates it.
+    assert v2.detail["audit"] == "violated" and v2.score == 1.0 > v1.score
+    assert set(v2.detail["evidence"]) == {"COA-LOT-9921", "TDS-LOT-9921"}
+    violated = [u for u in v2.units if u.status == "violated"]
+    assert {u.detail["kind"] for u in violated} == {"prohibited_aid", "carrier"}
+    assert all("pork gelatin" in u.evidence for u in violated)
+
+
+def test_two_stage_gap_and_rejection_scores(seed_corpus, tmp_path):
+    two = build("compliance", corpus=str(seed_corpus), cache_dir=str(tmp_path))
+    gap, ok, wrong_no, right_no, unknown = two.verify([
+        seed_case("LOT-5555"),
+        seed_case("LOT-1000", "Yes, lot LOT-1000 is compliant.", label=False),
+        seed_case("LOT-1000", "No, it is not compliant: the carrier may be animal.", label=True),
+        seed_case("LOT-9921", "No. The lot is not compliant: its carrier is pork gelatin.", label=False),
+        seed_case("LOT-1000", "Beta-carotene is orange."),
+    ])
+    assert gap.detail["audit"] == "missing_evidence" and gap.score == 0.9
+    assert [u.detail["required_doc_type"] for u in gap.units if u.status == "missing_evidence"] == ["CoA"] * 3
+    assert ok.detail["audit"] == "compliant" and ok.score == 0.0
+    assert wrong_no.score == 0.8 and right_no.score == 0.0
+    assert unknown.error and "neither claims nor denies" in unknown.error
+
+
+def test_claim_wording():
+    assert claims_compliance("Lot 7 is compliant with V-Label.") is True
+    assert claims_compliance("No. Lot 7 is not compliant: gelatin carrier.") is False
+    assert claims_compliance("The lot cannot be certified yet.") is False
+    assert claims_compliance("It is non-compliant.") is False
+    assert claims_compliance("Beta-carotene is orange.") is None
+
+
+def test_pipeline_restricts_evidence_to_the_lot_and_types(seed_corpus):
+    docs = load_corpus(seed_corpus)
+    std = [d for d in docs if d.doc_type == "standard"]
+    pipe = TwoStagePipeline(HybridIndex(std), HybridIndex([d for d in docs if d.doc_type != "standard"]), RuleExtractor())
+    audit, timing = pipe.audit("beta-carotene", "LOT-1000", "BC-204")
+    # Only the lot's CoA: not the other lots' certificates, not its invoice. It declares the carrier itself.
+    assert audit.evidence_ids == ["COA-LOT-1000"] and audit.status == "compliant"
+    assert next(c for c in audit.checks if c.kind == "carrier").doc_id == "COA-LOT-1000"
+    assert set(timing) == {"criteria_ms", "evidence_ms", "match_ms"}
+
+
+def test_bad_corpus_line_names_file_line_and_field(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "doc_type": "CoA", "text": "x"}\n{"id": "b", "text": "y"}\n')
+    with pytest.raises(RecordError, match=r"c\.jsonl:2: field .doc_type.: Field required"):
+        load_corpus(path)
+    path.write_text('{"id": "a", "doc_type": "CoA", "text": "x"}\n{"id": "a", "doc_type": "CoA", "text": "y"}\n')
+    with pytest.raises(RecordError, match="already used on line 1"):
+        load_corpus(path)
+
+
+def test_missing_ingredient_is_that_cases_error(seed_corpus, tmp_path):
+    two = build("compliance", corpus=str(seed_corpus), cache_dir=str(tmp_path))
+    case = seed_case("LOT-1000")
+    case.meta.pop("ingredient")
+    [v] = two.verify([case])
+    assert v.error and "meta.ingredient" in v.error
+
+
+@pytest.mark.slow
+def test_shipped_dataset_two_stage_beats_one_stage_on_every_error_type(root, tmp_path):
+    """The project's own dataset: every planted error type is caught by the two-stage audit, and the
+    one-stage baseline misses some wrong-lot and forbidden-carrier claims (the seed's false positives)."""
+    from collections import defaultdict
+
+    cases = [Case(dataset="compliance", **json.loads(line))
+             for line in (root / "datasets/compliance/cases.jsonl").read_text().splitlines()]
+    corpus = str(root / "datasets/compliance/corpus.jsonl")
+    recall: dict[str, dict[str, list[bool]]] = {}
+    for name in ("compliance", "compliance-onestage"):
+        verdicts = build(name, corpus=corpus, dense=False).verify(cases)
+        assert all(v.ok for v in verdicts)
+        per = defaultdict(list)
+        for c, v in zip(cases, verdicts):
+            if c.label:
+                per[c.meta["error_type"]].append(v.score >= 0.5)
+        recall[name] = per
+    for error_type, flags in recall["compliance"].items():
+        assert all(flags), error_type
+    assert sum(map(sum, recall["compliance-onestage"].values())) < sum(map(len, recall["compliance-onestage"].values()))
