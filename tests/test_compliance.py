@@ -108,14 +108,16 @@ def test_hybrid_search_fuses_bm25_and_embeddings(tmp_path):
 
     docs = [STANDARD, OTHER_STANDARD, INTRO]
     index = HybridIndex(docs, CachedEncoder(make_encoder("minilm"), tmp_path))
-    hits = index.search("requirements and restrictions for beta-carotene", k=3)
-    assert "STD-SU" not in [h.doc.id for h in hits[:2]] and all(h.cosine is not None for h in hits)
+    hits = index.search("requirements and restrictions for beta-carotene", k=2)
+    assert "STD-SU" not in [h.doc.id for h in hits] and all(h.cosine is not None for h in hits)
     # Reciprocal-rank fusion: each document's score is 1/(60 + its BM25 rank) + 1/(60 + its cosine rank).
     for h in hits:
         lex_rank = 1 + sum(o.bm25 > h.bm25 for o in hits)
         cos_rank = 1 + sum(o.cosine > h.cosine for o in hits)
         assert h.score == pytest.approx(1 / (60 + lex_rank) + 1 / (60 + cos_rank))
     assert pickle.loads(pickle.dumps(index)).search("sugar bone char", k=1)[0].doc.id == "STD-SU"
+    # Three candidates, three places: nothing to rank, so no embeddings are computed.
+    assert all(h.cosine is None for h in index.search("beta-carotene", k=3))
 
 
 # -- stage 3 ------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ and metadata filters that are applied before any document is scored.
 `HybridIndex.search(query, k, where)` first narrows the corpus to the documents whose metadata match
 `where` (an inverted index per field, so a filter over 50,000 documents costs a set intersection), then
 scores only those: BM25 rows of bm25s's precomputed score matrix, and cosine against embeddings computed
-on demand (and cached by content) for the candidates alone. The two rankings are fused by reciprocal rank
+on demand (and cached by content) for the candidates alone, and only when there are more candidates
+than places in the result. The two rankings are fused by reciprocal rank
 (RRF, k=60), the usual way to combine a lexical and a dense ranking without calibrating their scales.
 """
 
@@ -158,7 +159,9 @@ class HybridIndex:
                    else np.zeros(len(rows)))
         fused = 1.0 / (self.rrf_k + _ranks(lexical))
         cosine = None
-        if self.encoder is not None:
+        # When every candidate is returned anyway, ranking cannot change which documents come back: skip
+        # the embeddings (a lot filter usually leaves two or three documents).
+        if self.encoder is not None and len(rows) > k:
             qv = self.encoder.encode([query], "query")[0]
             cosine = self._dense_for(rows) @ qv
             fused = fused + 1.0 / (self.rrf_k + _ranks(cosine))
