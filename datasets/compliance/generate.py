@@ -289,7 +289,7 @@ def build(rng: random.Random, lots_per_ingredient: int = 3, ingredients=INGREDIE
 def scaled_corpus(n_docs: int, rng: random.Random) -> list[dict]:
     """A corpus of about `n_docs` documents: the bundled ingredients with many more lots each, so that
     metadata filters have real work to do."""
-    per_lot = 2.8  # TDS, invoice and (mostly) CoA
+    per_lot = 2.6  # TDS, invoice and (mostly) CoA, plus the per-ingredient documents
     lots = max(3, int(n_docs / (len(INGREDIENTS) * per_lot)))
     docs, _ = build(rng, lots_per_ingredient=lots, cases=False)
     return docs
