@@ -9,6 +9,7 @@ from typing import Any
 from verifybench import report as report_mod
 from verifybench.compare import compare_pair, pairs
 from verifybench.errors import VerifybenchError
+from verifybench.executors import Executor, make_executor
 from verifybench.loaders import LOADERS, describe_loader
 from verifybench.metrics import Settings, compute_metrics, frame
 from verifybench.metrics.summary import OVERALL
@@ -25,8 +26,14 @@ DEFAULT_SUITE = Path("evals/demo.yaml")
 POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results
 
 
+def _executor(executor: str | Executor, address: str | None, pools: dict[str, int] | None) -> Executor:
+    return make_executor(executor, address, pools) if isinstance(executor, str) else executor
+
+
 def run(suite: str | Path | Suite = DEFAULT_SUITE, out: str | Path | None = None, limit: int | None = None,
-        data_dir: str | Path | None = None, progress: bool = True, policy: str | Path | None = None) -> RunResult:
+        data_dir: str | Path | None = None, progress: bool = True, policy: str | Path | None = None,
+        executor: str | Executor = "local", address: str | None = None,
+        pools: dict[str, int] | None = None) -> RunResult:
     """Run a suite into a new run directory, then write metrics.json and report.html there.
 
     Args:
@@ -36,23 +43,31 @@ def run(suite: str | Path | Suite = DEFAULT_SUITE, out: str | Path | None = None
         data_dir: where ${VERIFYBENCH_DATA} points.
         progress: show progress bars.
         policy: a threshold policy to apply instead of fitting thresholds.
+        executor: where batches are scored: "local", "ray", or an executor object.
+        address: with "ray", an existing cluster's address (default: a local Ray instance).
+        pools: with "ray", the most actors per verifier id (bounds a remote judge's load cluster-wide).
     """
     if policy is not None:
         load_policy(policy)  # refuse a bad policy before spending time on the run
+    executor = _executor(executor, address, pools)
     if not isinstance(suite, Suite):
         suite = load_suite(suite, data_dir=data_dir, limit=limit)
     run_dir = Path(out) if out else default_run_dir(suite)
-    result = Runner(suite, run_dir, progress=progress).run()
+    result = Runner(suite, run_dir, progress=progress, executor=executor).run()
     if policy is not None:
         shutil.copyfile(policy, run_dir / POLICY)
     finish(run_dir)
     return result
 
 
-def resume(run_dir: str | Path, data_dir: str | Path | None = None, progress: bool = True) -> RunResult:
-    """Finish an interrupted run: score only the (verifier, case) pairs without a verdict."""
+def resume(run_dir: str | Path, data_dir: str | Path | None = None, progress: bool = True,
+           executor: str | Executor = "local", address: str | None = None,
+           pools: dict[str, int] | None = None) -> RunResult:
+    """Finish an interrupted run: score only the (verifier, case) pairs without a verdict, on any
+    executor (a run started on Ray can be finished locally, and the other way round)."""
     run_dir = Path(run_dir)
-    result = Runner(resume_suite(run_dir, data_dir), run_dir, resume=True, progress=progress).run()
+    executor = _executor(executor, address, pools)
+    result = Runner(resume_suite(run_dir, data_dir), run_dir, resume=True, progress=progress, executor=executor).run()
     finish(run_dir)
     return result
 

@@ -25,6 +25,16 @@ def _fail(e: Exception) -> None:
     raise typer.Exit(2)
 
 
+def _pools(items: list[str] | None) -> dict[str, int]:
+    pools = {}
+    for item in items or []:
+        vid, _, n = item.partition("=")
+        if not vid or not n.strip().isdigit() or int(n) < 1:
+            raise VerifybenchError(f"--ray-pool {item!r}: expected VERIFIER_ID=N with N >= 1, e.g. judge=2")
+        pools[vid.strip()] = int(n)
+    return pools
+
+
 @app.command()
 def run(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
@@ -34,16 +44,20 @@ def run(
     data_dir: DataDir = None,
     policy: Annotated[Optional[Path], typer.Option("--policy", help="apply this threshold policy instead of fitting")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    executor: Annotated[str, typer.Option("--executor", help="where batches are scored: local or ray")] = "local",
+    address: Annotated[Optional[str], typer.Option("--address", help="(ray) a cluster's address, HOST:PORT or auto; default: a local Ray")] = None,
+    ray_pool: Annotated[Optional[list[str]], typer.Option("--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
+        where = {"executor": executor, "address": address, "pools": _pools(ray_pool)}
         if resume is not None:
             if suite is not None or limit is not None or policy is not None:
                 raise VerifybenchError("--resume takes the suite, limit and policy from the run; give none of them")
-            result = api.resume(resume, data_dir=data_dir, progress=not quiet)
+            result = api.resume(resume, data_dir=data_dir, progress=not quiet, **where)
         else:
             result = api.run(suite or api.DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir,
-                             progress=not quiet, policy=policy)
+                             progress=not quiet, policy=policy, **where)
     except VerifybenchError as e:
         _fail(e)
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "

@@ -4,7 +4,9 @@ Guarantees:
 - A verifier that raises on a case yields an error verdict for that case; the run goes on.
 - Verdicts are appended and flushed batch by batch: a run killed at any moment loses at most the batch
   in flight, and `resume` scores exactly the (verifier, case) pairs that have no verdict yet.
-- The data is read once: each batch is indexed (cases.jsonl), scored, and appended. A bad record stops
+- The data is read once: each batch is indexed (cases.jsonl), scored, and appended. Where a batch is
+  scored is the executor's business (`verifybench.executors`: here, or on a Ray cluster); reading,
+  indexing, writing, resume and progress are the same for every executor, and only this process writes. A bad record stops
   the run there (or is skipped and logged with `on_error: skip`); what was computed before it is kept and
   the manifest records why the run stopped. With progress bars on, a quick counting pass first gives
   the bars their totals and ETA.
@@ -25,8 +27,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from verifybench.cases import Case, Verdict
+from verifybench.cases import Case
 from verifybench.errors import RecordError, VerifybenchError
+from verifybench.executors import Executor, Scored, make_executor
+from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.loaders import dataset_hash, iter_cases
 from verifybench.metrics.shortcuts import surface_cues
 from verifybench.rundir import CUES
@@ -57,42 +61,6 @@ def batched(items: Iterable[Case], size: int) -> Iterator[list[Case]]:
     it = iter(items)
     while batch := list(islice(it, size)):
         yield batch
-
-
-def _error_verdict(case: Case, verifier: Verifier, message: str) -> Verdict:
-    return Verdict(case_id=case.id, verifier=verifier.id, error=message)
-
-
-def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
-    """Run one batch: one verdict per case, whatever the verifier does.
-
-    A batch call that raises, or returns verdicts that do not match the batch, is retried one case at a
-    time so a single bad case costs only its own verdict. A verdict without a latency gets its share of
-    the batch's wall time.
-    """
-    start = time.perf_counter()
-    try:
-        verdicts = verifier.verify(batch)
-        got = [v.case_id for v in verdicts]
-        if got != [c.id for c in batch]:
-            raise VerifybenchError(
-                f"verifier {verifier.id!r} returned verdicts for {len(got)} cases in another order or set "
-                f"than the {len(batch)} cases given"
-            )
-    except Exception as e:  # noqa: BLE001
-        if len(batch) == 1:
-            verdicts = [_error_verdict(batch[0], verifier, f"{type(e).__name__}: {e}")]
-        else:
-            verdicts = [v for case in batch for v in verify_batch(verifier, [case])]
-            return verdicts
-    share = (time.perf_counter() - start) * 1000.0 / len(batch)
-    for v in verdicts:
-        v.verifier = verifier.id
-        if v.latency_ms is None:
-            v.latency_ms = share
-        if v.error is None and v.score is None:
-            v.error = "verifier returned neither a score nor an error"
-    return verdicts
 
 
 @dataclass
@@ -133,15 +101,20 @@ class Runner:
         resume: continue the run already in `run_dir`.
         progress: show a progress bar per verifier.
         verifiers: pre-built verifier objects (default: built from the suite).
+        executor: where batches are scored (default: here, `LocalExecutor`).
     """
 
     def __init__(self, suite: Suite, run_dir: Path, resume: bool = False, progress: bool = True,
-                 verifiers: list[Verifier] | None = None):
+                 verifiers: list[Verifier] | None = None, executor: Executor | None = None):
         self.suite = suite
         self.run_dir = Path(run_dir)
         self.resume = resume
         self.progress = progress
         self.verifiers = verifiers or [build(e.name, e.id, **e.options) for e in suite.verifiers]
+        self.executor = executor or make_executor("local")
+        for v in self.verifiers:
+            v.bind_run(self.run_dir)
+        self._executor_info: dict[str, Any] = {"name": self.executor.name}
 
     def _check_new_or_resumable(self) -> None:
         results = self.run_dir / RESULTS
@@ -172,6 +145,7 @@ class Runner:
                  "probabilistic": v.probabilistic}
                 for v in self.verifiers
             ],
+            "executor": self._executor_info,
             "packages": package_versions(),
             "platform": {"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
             "resumes": previous.get("resumes", 0) + (1 if self.resume and status == "running" else 0),
@@ -211,42 +185,39 @@ class Runner:
         done = self._check_resume(data_hash) if self.resume else set()
         if self.resume:
             self._reset_input_errors()
-        write_json(self.run_dir / MANIFEST, self._manifest({}, data_hash, "running"))
-        total = self._count() if self.progress else None
-
-        load_errors: list[RecordError] = []
         counter = _CaseCounter()
-        new = failed = skipped = 0
+        skipped = 0
         try:
-            with _Progress(self.verifiers, total, done, enabled=self.progress) as bar, \
-                    JsonlAppender(self.run_dir / CASES, mode="w") as index, \
-                    JsonlAppender(self.run_dir / RESULTS) as results, JsonlAppender(self.run_dir / ERRORS) as errlog:
-                for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
-                    index.write(case_index_row(c) for c in batch)
-                    counter.add(batch)
-                    if load_errors:
-                        skipped += len(load_errors)
-                        errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
-                        load_errors.clear()
-                    for verifier in self.verifiers:
-                        todo = [c for c in batch if (verifier.id, c.id) not in done]
-                        if not todo:
-                            continue
-                        started = time.perf_counter()
-                        verdicts = verify_batch(verifier, todo)
-                        spent = time.perf_counter() - started
-                        results.write(verdicts)
-                        bad = [v for v in verdicts if v.error is not None]
-                        if bad:
-                            errlog.write({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
-                                          "message": v.error} for v in bad)
-                        new += len(verdicts)
-                        failed += len(bad)
-                        bar.advance(verifier.id, len(todo), spent)
-                # Bad records after the last full batch.
-                if load_errors:
-                    skipped += len(load_errors)
-                    errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
+            with self.executor:
+                self._executor_info = self.executor.describe()
+                write_json(self.run_dir / MANIFEST, self._manifest({}, data_hash, "running"))
+                total = self._count() if self.progress else None
+                with _Progress(self.verifiers, total, done, enabled=self.progress,
+                               wall_rate=self.executor.wall_rate) as bar, \
+                        JsonlAppender(self.run_dir / CASES, mode="w") as index, \
+                        JsonlAppender(self.run_dir / RESULTS) as results, \
+                        JsonlAppender(self.run_dir / ERRORS) as errlog:
+
+                    def indexed_batches() -> Iterator[list[Case]]:
+                        # Every executor gets its batches through here, so the case index, the counts
+                        # and the log of bad input records are written the same way for all of them.
+                        nonlocal skipped
+                        load_errors: list[RecordError] = []
+                        for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
+                            index.write(case_index_row(c) for c in batch)
+                            counter.add(batch)
+                            if load_errors:
+                                skipped += len(load_errors)
+                                errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
+                                load_errors.clear()
+                            yield batch
+                        # Bad records after the last full batch.
+                        if load_errors:
+                            skipped += len(load_errors)
+                            errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
+
+                    new, failed = self._write_verdicts(self.executor.score(self.verifiers, indexed_batches(), done),
+                                                       results, errlog, bar)
         except BaseException as e:
             # Everything appended so far stays; the manifest says why the run stopped.
             manifest = self._manifest(counter.counts(), data_hash, "failed")
@@ -256,6 +227,27 @@ class Runner:
         counts = {**counter.counts(), "skipped_records": skipped}
         write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, "complete"))
         return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts)
+
+    @staticmethod
+    def _write_verdicts(scored: Iterable[Scored], results: JsonlAppender, errlog: JsonlAppender,
+                        bar: _Progress) -> tuple[int, int]:
+        """Append each scored batch once. A (verifier, batch) seen before is dropped: a cluster may run a
+        task again after losing a worker, and a batch's verdicts always arrive together."""
+        written: set[tuple[str, int]] = set()
+        new = failed = 0
+        for s in scored:
+            if (s.verifier, s.batch) in written:
+                continue
+            written.add((s.verifier, s.batch))
+            results.write(s.verdicts)
+            bad = [v for v in s.verdicts if v.error is not None]
+            if bad:
+                errlog.write({"kind": "verdict", "verifier": v.verifier, "case_id": v.case_id,
+                              "message": v.error} for v in bad)
+            new += len(s.verdicts)
+            failed += len(bad)
+            bar.advance(s.verifier, len(s.verdicts), s.seconds)
+        return new, failed
 
 
 class _CaseCounter:
@@ -281,11 +273,16 @@ def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
 
 
 class _Progress:
-    """One rich progress bar per verifier, with cases/s and ETA. The rate is each verifier's own: cases
-    over the time spent inside that verifier, not over wall time shared with the others."""
+    """One rich progress bar per verifier, with cases/s and ETA. Locally the rate is each verifier's own:
+    cases over the time spent inside that verifier, not over wall time shared with the others. With
+    `wall_rate` (verifiers scoring in parallel on a cluster) it is cases over wall time since the bar
+    started: the throughput the cluster delivers for that verifier."""
 
-    def __init__(self, verifiers: list[Verifier], total: int | None, done: set[tuple[str, str]], enabled: bool):
+    def __init__(self, verifiers: list[Verifier], total: int | None, done: set[tuple[str, str]], enabled: bool,
+                 wall_rate: bool = False):
         self.enabled = enabled
+        self.wall_rate = wall_rate
+        self.started = time.perf_counter()
         self.tasks: dict[str, Any] = {}
         self.own: dict[str, tuple[int, float]] = {}
         if not enabled:
@@ -306,8 +303,9 @@ class _Progress:
         if self.enabled:
             task_id = self.tasks[verifier_id]
             done, spent = self.own.get(verifier_id, (0, 0.0))
-            self.own[verifier_id] = (done + n, spent + seconds)
-            rate = (done + n) / (spent + seconds) if spent + seconds > 0 else 0.0
+            spent = time.perf_counter() - self.started if self.wall_rate else spent + seconds
+            self.own[verifier_id] = (done + n, spent)
+            rate = (done + n) / spent if spent > 0 else 0.0
             self.progress.advance(task_id, n)
             self.progress.update(task_id, rate=f"{rate:,.0f} cases/s")
 

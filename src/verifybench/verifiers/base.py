@@ -36,10 +36,16 @@ class Verifier:
     description: ClassVar[str] = ""
     # True when `score` is a probability of "hallucinated": the metrics then report its calibration.
     probabilistic: ClassVar[bool] = False
+    # True when the verifier loads no model and holds no client: a cluster executor can then run it as
+    # plain tasks instead of a pool of long-lived workers that each load the model once.
+    stateless: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, id: str | None = None, **options):
         self.id = id or self.name
+        # The run directory, once a runner has bound this verifier to a run (`bind_run`): where a verifier
+        # may write files of its own (an audit log, an escalation queue). None outside a run.
+        self.run_dir: Path | None = None
         try:
             self.options = self.Options(**options)
         except ValidationError as e:
@@ -60,6 +66,11 @@ class Verifier:
     def verify(self, batch: list[Case]) -> list[Verdict]:
         """One verdict per case, in the order of `batch`."""
         raise NotImplementedError
+
+    def bind_run(self, run_dir: Path) -> None:
+        """Called by the runner before the first batch. On a cluster the bound verifier is what ships to
+        the workers, so the path must be one they can write to (a shared file system)."""
+        self.run_dir = Path(run_dir)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, {self.options!r})"

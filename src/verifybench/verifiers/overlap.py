@@ -63,6 +63,7 @@ class BleuOptions(BaseModel):
 
 class BleuVerifier(CaseVerifier):
     name = "bleu"
+    stateless = True
     description = "1 - sentence BLEU precision (sacrebleu, no brevity penalty) of the response against its sources"
     Options = BleuOptions
 
@@ -103,6 +104,7 @@ class RougeOptions(BaseModel):
 
 class RougeVerifier(CaseVerifier):
     name = "rouge"
+    stateless = True
     description = "1 - ROUGE precision (rouge-score) of the response against its sources"
     Options = RougeOptions
 
