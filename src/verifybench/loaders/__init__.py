@@ -20,9 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifybench.cases import Case
 from verifybench.errors import DataError, Location, RecordError, SuiteError
 from verifybench.loaders import generic
+from verifybench.loaders.attributionbench import attributionbench
+from verifybench.loaders.bipia import bipia
 from verifybench.loaders.fields import FieldSpec
 from verifybench.loaders.halueval import halueval
 from verifybench.loaders.summedits import summedits, summedits_files
+from verifybench.loaders.tensortrust import injection_sets, tensortrust
 
 __all__ = ["LOADERS", "DatasetSpec", "FieldSpec", "iter_cases", "dataset_hash", "get_loader"]
 
@@ -34,6 +37,10 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "hf": generic.hf,
     "halueval": halueval,
     "summedits": summedits,
+    "bipia": bipia,
+    "tensortrust": tensortrust,
+    "injection-sets": injection_sets,
+    "attributionbench": attributionbench,
 }
 
 

@@ -1,0 +1,181 @@
+"""Decision-model backends behind one interface: the local calibrated model, and TypeSafe System One.
+
+`answer_batch(items)` takes (case, units) pairs and returns, per pair, either `{unit key: UnitAnswers}`
+or the exception that case failed with (it becomes that case's error verdict; the batch goes on).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from verifybench.cases import Case
+from verifybench.verifiers.decision.questions import CITATION_CHOICES, RELEVANCE_LEVELS, UnitAnswers, question_name, typesafe_questions
+from verifybench.verifiers.decision.units import DecisionUnit, state_for
+
+Item = tuple[Case, list[DecisionUnit]]
+
+
+class MalformedAnswer(Exception):
+    """The API answered, but not with what was asked (a missing, mistyped or out-of-range answer)."""
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, params: str | None = None, cache_dir: str | None = None, batch_size: int = 64):
+        from verifybench.verifiers.decision.features import Featurizer
+        from verifybench.verifiers.decision.local_model import LocalDecisionModel
+
+        self.model = LocalDecisionModel(params, Featurizer(cache_dir=cache_dir, batch_size=batch_size))
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return {"instructions": self.model.threshold("injection"), "contradiction": self.model.threshold("contradiction")}
+
+    def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
+        flat = [(i, u) for i, (_, units) in enumerate(items) for u in units]
+        answers = {(i, u.key): UnitAnswers() for i, u in flat}
+        inj = self.model.injection([u.text for _, u in flat])
+        for (i, u), p in zip(flat, inj):
+            answers[i, u.key].instructions = p
+        with_q = [(i, u) for i, u in flat if items[i][0].question and u.kind != "answer"]
+        if with_q:
+            levels = self.model.relevance([items[i][0].question for i, _ in with_q], [u.text for _, u in with_q])
+            top = levels.shape[1] - 1
+            for (i, u), row in zip(with_q, levels):
+                a = answers[i, u.key]
+                a.relevance_levels = [float(x) for x in row]
+                a.relevance = float(sum(k * x for k, x in enumerate(row)) / top)
+        # The contradiction head was fitted on (question + context, answer) pairs; against a bare question
+        # (a chunk's premise) it has no training signal, so the local model answers it for answer units only.
+        with_premise = [(i, u) for i, u in flat if u.premise and u.kind == "answer"]
+        if with_premise:
+            for (i, u), p in zip(with_premise, self.model.contradiction([u.premise for _, u in with_premise],
+                                                                        [u.text for _, u in with_premise])):
+                answers[i, u.key].contradiction = p
+        cites = [(i, u) for i, u in flat if u.kind == "citation"]
+        if cites:
+            for (i, u), p in zip(cites, self.model.citation([u.claim or "" for _, u in cites], [u.text for _, u in cites])):
+                a = answers[i, u.key]
+                # AttributionBench labels are binary, so the local model never answers "cannot determine".
+                a.citation = {"supports": 1.0 - p, "does_not_support": p, "cannot_determine": 0.0}
+                a.citation_confidence = max(p, 1.0 - p)
+        return [{u.key: answers[i, u.key] for u in units} for i, (_, units) in enumerate(items)]
+
+
+class TypeSafeBackend:
+    """TypeSafe System One through the official SDK: one request per case, all its units' questions in it."""
+
+    name = "typesafe"
+    thresholds = {"instructions": 0.5, "contradiction": 0.5}
+
+    def __init__(self, model: str = "jev-latest", cassette_dir: str | None = None, timeout_s: float = 10.0,
+                 retries: int = 2, api_key_env: str = "TYPESAFE_API_KEY", base_url: str | None = None):
+        self.model = model
+        self.cassette_dir = cassette_dir
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.api_key_env = api_key_env
+        self.base_url = base_url
+        self._client = None
+        self.usage = {"input_tokens": 0, "output_tokens": 0}
+
+    @property
+    def client(self):
+        if self._client is None:
+            from typesafe_sdk import RetryPolicy, TypeSafeClient
+
+            key = os.environ.get(self.api_key_env)
+            transport = None
+            if self.cassette_dir:
+                from verifybench.verifiers.decision.cassettes import ReplayTransport
+
+                transport = ReplayTransport(self.cassette_dir)
+                key = key or "replay-only"  # replay sends nothing, but the SDK insists on a key
+            elif not key:
+                raise RuntimeError(f"TypeSafe backend: set {self.api_key_env}, or cassette_dir to replay recorded traffic")
+            self._client = TypeSafeClient(api_key=key, model=self.model, timeout=self.timeout_s,
+                                          retry=RetryPolicy(max_retries=self.retries), transport=transport,
+                                          base_url=self.base_url)
+        return self._client
+
+    def request(self, case: Case, units: list[DecisionUnit]) -> tuple[dict, dict]:
+        """The state and the questions for one case (exposed so cassettes can be written from it)."""
+        questions: dict[str, Any] = {}
+        for u in units:
+            questions.update(typesafe_questions(u.key, u.kind, bool(case.question)))
+        return state_for(case, units), questions
+
+    def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
+        out: list[dict[str, UnitAnswers] | Exception] = []
+        for case, units in items:
+            try:
+                state, questions = self.request(case, units)
+                response = self.client.system_one(state=state, questions=questions)
+                usage = getattr(response, "usage", None)
+                if usage is not None:
+                    self.usage["input_tokens"] += usage.input_tokens or 0
+                    self.usage["output_tokens"] += usage.output_tokens or 0
+                out.append(parse_answers(response.answers, units, questions))
+            except Exception as e:  # noqa: BLE001 - one case's failure becomes its error verdict
+                out.append(e)
+        return out
+
+
+def _prob(value: Any, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or not 0 <= value <= 1:
+        raise MalformedAnswer(f"{where}: expected a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def parse_answers(answers: dict, units: list[DecisionUnit], asked: dict) -> dict[str, UnitAnswers]:
+    """Typed answers per unit; any question asked but not answered (or answered in the wrong type) raises."""
+    missing = [name for name in asked if name not in answers]
+    if missing:
+        raise MalformedAnswer(f"partial answer: no answer for {', '.join(missing[:5])}"
+                              + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""))
+    out: dict[str, UnitAnswers] = {}
+    for u in units:
+        a = UnitAnswers()
+        name = question_name(u.key, "instructions")
+        a.instructions = _prob(_typed(answers[name], "noul", name).noul, f"answers.{name}.noul")
+        name = question_name(u.key, "contradiction")
+        if name in asked:
+            a.contradiction = _prob(_typed(answers[name], "noul", name).noul, f"answers.{name}.noul")
+        name = question_name(u.key, "relevance")
+        if name in asked:
+            ans = _typed(answers[name], "score", name)
+            levels = [_prob(ans.probabilities.get(k, 0.0), f"answers.{name}.probabilities.{k}") for k in range(len(RELEVANCE_LEVELS))]
+            top = len(RELEVANCE_LEVELS) - 1
+            if not 0 <= ans.score <= top:
+                raise MalformedAnswer(f"answers.{name}.score: {ans.score} outside 0..{top}")
+            a.relevance_levels = levels
+            a.relevance = float(ans.score) / top
+        name = question_name(u.key, "citation")
+        if name in asked:
+            ans = _typed(answers[name], "choice", name)
+            unknown = set(ans.probabilities) - set(CITATION_CHOICES)
+            if unknown or ans.choice not in CITATION_CHOICES:
+                raise MalformedAnswer(f"answers.{name}: choices {sorted(unknown) or ans.choice!r} were not offered")
+            a.citation = {c: _prob(ans.probabilities.get(c, 0.0), f"answers.{name}.probabilities.{c}") for c in CITATION_CHOICES}
+            a.citation_confidence = _prob(ans.confidence, f"answers.{name}.confidence")
+        out[u.key] = a
+    return out
+
+
+def _typed(answer: Any, kind: str, name: str) -> Any:
+    if getattr(answer, "type", None) != kind:
+        raise MalformedAnswer(f"answers.{name}: expected a {kind} answer, got {getattr(answer, 'type', type(answer).__name__)!r}")
+    return answer
+
+
+def make_backend(kind: str, **options) -> LocalBackend | TypeSafeBackend:
+    if kind == "local":
+        return LocalBackend(options.get("params"), options.get("cache_dir"))
+    if kind == "typesafe":
+        return TypeSafeBackend(options.get("typesafe_model", "jev-latest"), options.get("cassette_dir"),
+                               options.get("timeout_s", 10.0), options.get("retries", 2),
+                               options.get("api_key_env", "TYPESAFE_API_KEY"), options.get("base_url"))
+    raise ValueError(f"unknown decision backend {kind!r}")

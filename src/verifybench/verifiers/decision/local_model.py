@@ -1,0 +1,120 @@
+"""The project's own decision model: small linear heads over MiniLM + text features, in plain numpy.
+
+Each question has one head fitted by `train.py` (standardise, logistic regression, then a Platt
+sigmoid fitted on a calibration fold the regression never saw), stored as JSON in `params/`. Applying a
+head is a dot product, so after the embeddings (cached) a decision costs microseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from verifybench.verifiers.decision.features import Featurizer, windows
+
+PARAMS_DIR = Path(__file__).parent / "params"
+DEFAULT_PARAMS = PARAMS_DIR / "local-v1.json"
+
+
+@dataclass
+class LinearHead:
+    """Standardise -> linear -> softmax (k classes) or sigmoid (binary), then Platt scaling if fitted."""
+
+    classes: list[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray  # (k, d); one row for a binary head (the positive class last in `classes`)
+    intercept: np.ndarray
+    platt: tuple[float, float] | None = None
+    threshold: float | None = None
+    info: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LinearHead":
+        return cls(d["classes"], np.asarray(d["mean"], np.float32), np.asarray(d["scale"], np.float32),
+                   np.atleast_2d(np.asarray(d["coef"], np.float32)), np.asarray(d["intercept"], np.float32),
+                   tuple(d["platt"]) if d.get("platt") else None, d.get("threshold"), d.get("info", {}))
+
+    def to_dict(self) -> dict:
+        r = lambda a: np.round(np.asarray(a, np.float64), 6).tolist()  # noqa: E731 - six digits are plenty
+        return {"classes": self.classes, "mean": r(self.mean), "scale": r(self.scale), "coef": r(self.coef),
+                "intercept": r(self.intercept), "platt": list(self.platt) if self.platt else None,
+                "threshold": self.threshold, "info": self.info}
+
+    def decision(self, X: np.ndarray) -> np.ndarray:
+        return ((X - self.mean) / self.scale) @ self.coef.T + self.intercept
+
+    def proba(self, X: np.ndarray) -> np.ndarray:
+        """(n, len(classes)) probabilities."""
+        z = self.decision(X)
+        if self.coef.shape[0] == 1:
+            z = z[:, 0]
+            if self.platt is not None:
+                a, b = self.platt
+                z = a * z + b
+            p = 1.0 / (1.0 + np.exp(-z))
+            return np.stack([1.0 - p, p], axis=1)
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+class LocalDecisionModel:
+    """Answers the four typed questions offline. Picklable; params and MiniLM load on first use."""
+
+    def __init__(self, params: str | Path | None = None, featurizer: Featurizer | None = None):
+        self.params_path = Path(params) if params else DEFAULT_PARAMS
+        self.featurizer = featurizer or Featurizer()
+
+    @cached_property
+    def heads(self) -> dict[str, LinearHead]:
+        try:
+            raw = json.loads(self.params_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{self.params_path}: no fitted decision model; run python -m verifybench.verifiers.decision.train"
+            ) from None
+        return {name: LinearHead.from_dict(d) for name, d in raw["heads"].items()}
+
+    def threshold(self, question: str) -> float | None:
+        return self.heads[question].threshold
+
+    def injection(self, texts: list[str]) -> list[float]:
+        """P(the text holds instructions addressed to the model): the highest of its windows."""
+        spans = [[w.text for w in windows(t)] for t in texts]
+        flat = [w for ws in spans for w in ws]
+        if not flat:
+            return []
+        p = self.heads["injection"].proba(self.featurizer.injection_rows(flat))[:, 1]
+        out, k = [], 0
+        for ws in spans:
+            out.append(float(p[k:k + len(ws)].max()))
+            k += len(ws)
+        return out
+
+    def relevance(self, questions: list[str], texts: list[str]) -> np.ndarray:
+        """(n, levels) probabilities of each relevance level (0 = unrelated ... top = answers it)."""
+        if not texts:
+            return np.zeros((0, len(self.heads["relevance"].classes)))
+        return self.heads["relevance"].proba(self.featurizer.pair_rows(questions, texts))
+
+    def contradiction(self, premises: list[str], texts: list[str]) -> list[float]:
+        """P(the text contradicts the premise)."""
+        if not texts:
+            return []
+        return self.heads["contradiction"].proba(self.featurizer.pair_rows(premises, texts))[:, 1].tolist()
+
+    def citation(self, claims: list[str], evidence: list[str]) -> list[float]:
+        """P(the cited evidence does NOT support the claim)."""
+        if not claims:
+            return []
+        return self.heads["citation"].proba(self.featurizer.pair_rows(claims, evidence))[:, 1].tolist()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("heads", None)
+        return state

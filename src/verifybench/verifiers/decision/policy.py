@@ -1,0 +1,101 @@
+"""What code decides from the answers (the seed's steps 3-4): drop, flag, rank, trim, escalate.
+
+In this order, per case:
+
+1. `drop`: a unit whose P(instructions) >= `drop_instructions_at` never reaches the reasoning model;
+2. citation units: `escalate` when the backend's confidence in its choice is below `escalate_below`
+   (they go to the escalation queue, neither kept nor dropped silently); otherwise `keep` when the
+   choice is "supports", else `flag` ("citation does not support its claim");
+3. context units (chunks, tool results): `flag` when P(contradiction) >= `flag_contradiction_at`;
+   flagged units are kept (marked, so the reasoning model sees the disagreement) and are placed first;
+4. the rest are ranked by relevance (highest first); below `min_relevance` they are trimmed; then
+   units are kept while the running token count (flagged ones included) fits `context_budget_tokens`,
+   and the remainder is trimmed.
+
+An "answer" unit (the response judged as a unit) is only recorded, never placed in a context.
+A threshold left at None uses the backend's own: the local model's calibrated thresholds (chosen on its
+training side), 0.5 for TypeSafe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifybench.verifiers.decision.questions import UnitAnswers
+from verifybench.verifiers.decision.units import DecisionUnit
+
+PASSED = ("keep", "flag")
+
+
+class PolicyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    drop_instructions_at: float | None = Field(None, ge=0, le=1, description="None: the backend's threshold")
+    flag_contradiction_at: float | None = Field(None, ge=0, le=1, description="None: the backend's threshold")
+    escalate_below: float = Field(0.75, ge=0, le=1, description="citation confidence under which a check is escalated")
+    min_relevance: float = Field(0.0, ge=0, le=1, description="relevance (0..1) under which a unit is trimmed")
+    context_budget_tokens: int = Field(2000, ge=1)
+
+
+@dataclass
+class UnitDecision:
+    unit: DecisionUnit
+    answers: UnitAnswers
+    action: str  # keep | flag | drop | trim | escalate | judged
+    reason: str
+    rank: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        """The unit reaches the reasoning model's context (flagged ones do, marked)."""
+        return self.action in PASSED
+
+
+def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: PolicyOptions,
+           default_thresholds: dict[str, float]) -> list[UnitDecision]:
+    """One decision per unit, in unit order."""
+    drop_at = opts.drop_instructions_at if opts.drop_instructions_at is not None else default_thresholds["instructions"]
+    flag_at = opts.flag_contradiction_at if opts.flag_contradiction_at is not None else default_thresholds["contradiction"]
+    out: dict[str, UnitDecision] = {}
+    context: list[tuple[DecisionUnit, UnitAnswers]] = []
+    for u in units:
+        a = answers[u.key]
+        if u.kind == "answer":
+            out[u.key] = UnitDecision(u, a, "judged", "the response, judged as a unit")
+        elif a.instructions is not None and a.instructions >= drop_at:
+            out[u.key] = UnitDecision(u, a, "drop", f"instructions addressed to the model (p={a.instructions:.3f} >= {drop_at:.3f})")
+        elif u.kind == "citation":
+            out[u.key] = _citation(u, a, opts.escalate_below)
+        else:
+            context.append((u, a))
+    flagged = [(u, a) for u, a in context if a.contradiction is not None and a.contradiction >= flag_at]
+    flagged_keys = {u.key for u, _ in flagged}
+    rest = sorted(((u, a) for u, a in context if u.key not in flagged_keys),
+                  key=lambda ua: -(ua[1].relevance if ua[1].relevance is not None else 0.0))
+    used = 0
+    for rank, (u, a) in enumerate(flagged + rest, start=1):
+        if u.key in flagged_keys:
+            used += u.tokens
+            out[u.key] = UnitDecision(u, a, "flag", f"contradicts the question's premise (p={a.contradiction:.3f})", rank)
+        elif a.relevance is not None and a.relevance < opts.min_relevance:
+            out[u.key] = UnitDecision(u, a, "trim", f"relevance {a.relevance:.3f} < {opts.min_relevance}", rank)
+        elif used + u.tokens > opts.context_budget_tokens:
+            out[u.key] = UnitDecision(u, a, "trim", f"over the context budget ({used}+{u.tokens} > {opts.context_budget_tokens} tokens)", rank)
+        else:
+            used += u.tokens
+            out[u.key] = UnitDecision(u, a, "keep", "within budget", rank)
+    return [out[u.key] for u in units]
+
+
+def _citation(u: DecisionUnit, a: UnitAnswers, escalate_below: float) -> UnitDecision:
+    if a.citation is None:
+        return UnitDecision(u, a, "escalate", "no citation answer")
+    choice = max(a.citation, key=a.citation.get)
+    conf = a.citation_confidence if a.citation_confidence is not None else a.citation[choice]
+    if conf < escalate_below:
+        return UnitDecision(u, a, "escalate", f"low confidence {conf:.3f} < {escalate_below} in {choice!r}")
+    if choice == "supports":
+        return UnitDecision(u, a, "keep", f"citation supports its claim (confidence {conf:.3f})")
+    return UnitDecision(u, a, "flag", f"citation: {choice} (confidence {conf:.3f})")

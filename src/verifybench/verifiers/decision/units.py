@@ -1,0 +1,73 @@
+"""Split a case into independently judged units, each under a numbered key (the seed's step 1).
+
+- every source is a unit; its kind is `source.metadata["kind"]`: "chunk" (a retrieved passage, the
+  default) or "tool_result";
+- sources marked `kind: citation` are grouped by the claim they are cited for (`metadata["claim"]`, else
+  the response) into one "citation" unit per claim: the cited text judged against its claim;
+- with `response_as_unit`, the response itself is one more unit ("answer"), judged against the question
+  and the other units (used to measure contradiction on HaluEval-style cases).
+
+Keys are `u1`, `u2`, ... in that order, so the audit log names a unit the same way on every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from verifybench.cases import Case
+
+KINDS = ("chunk", "tool_result", "citation", "answer")
+
+
+@dataclass
+class DecisionUnit:
+    key: str
+    kind: str
+    text: str
+    source_ids: list[str]
+    claim: str | None = None
+    premise: str = ""  # what contradiction is judged against
+    probe: bool = False  # marked by a dataset as the unit under test (decision-adversarial)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        """Context cost, estimated as one token per 4 characters (no tokenizer dependency)."""
+        return max(1, (len(self.text) + 3) // 4)
+
+
+def split_units(case: Case, response_as_unit: bool = False) -> list[DecisionUnit]:
+    """The units of `case`, numbered in source order."""
+    units: list[DecisionUnit] = []
+    citations: dict[str, list] = {}
+    question = case.question or ""
+    for src in case.sources:
+        kind = str(src.metadata.get("kind", "chunk"))
+        if kind not in KINDS or kind == "answer":
+            raise ValueError(f"source {src.id!r}: metadata.kind must be chunk, tool_result or citation, got {kind!r}")
+        if kind == "citation":
+            claim = str(src.metadata.get("claim") or case.response)
+            citations.setdefault(claim, []).append(src)
+            continue
+        units.append(DecisionUnit(f"u{len(units) + 1}", kind, src.text, [src.id], premise=question,
+                                  probe=bool(src.metadata.get("probe"))))
+    for claim, srcs in citations.items():
+        units.append(DecisionUnit(f"u{len(units) + 1}", "citation", "\n".join(s.text for s in srcs),
+                                  [s.id for s in srcs], claim=claim, premise=question,
+                                  probe=any(s.metadata.get("probe") for s in srcs)))
+    if response_as_unit:
+        context = "\n".join(s.text for s in case.sources)
+        units.append(DecisionUnit(f"u{len(units) + 1}", "answer", case.response, ["response"],
+                                  premise=f"{question}\n{context}".strip()))
+    return units
+
+
+def state_for(case: Case, units: list[DecisionUnit]) -> dict:
+    """The state sent to a decision model: the question and every unit under its numbered key."""
+    state_units = {}
+    for u in units:
+        entry = {"kind": u.kind, "text": u.text}
+        if u.claim is not None:
+            entry["claim"] = u.claim
+        state_units[u.key] = entry
+    return {"question": case.question or "", "units": state_units}

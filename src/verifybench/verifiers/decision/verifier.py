@@ -1,0 +1,162 @@
+"""`decision`: a cheap typed decision model answers the same questions about every unit; code decides.
+
+Per case: split into units (units.py), ask every unit's questions in one request per case (TypeSafe)
+or one vectorised pass per batch (local model), apply the policy (policy.py), write every unit with
+its answers and action to the audit log and low-confidence citation checks to the escalation queue
+(audit.py). The case score is the answer of the one question the suite measures (`question`), higher =
+more likely bad:
+
+- `injection`: the highest P(instructions addressed to the model) over the units;
+- `citation`: the highest P(the citation does not support its claim) over citation units;
+- `contradiction`: the highest P(contradicts the premise) over the units (with `response_as_unit`, the
+  response's own);
+- `relevance`: 1 - the best unit's relevance (no unit helps answer the question);
+- `policy`: the share of probe units (or of all context units) that the policy kept out of the context.
+
+All answers of all units go into the verdict's units and the audit log, whatever `question` is.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifybench.cases import Case, Unit, Verdict
+from verifybench.verifiers.base import Verifier, default_cache
+from verifybench.verifiers.decision.audit import AuditLog, audit_folder
+from verifybench.verifiers.decision.policy import PolicyOptions, UnitDecision, decide
+from verifybench.verifiers.decision.questions import UnitAnswers
+from verifybench.verifiers.decision.units import DecisionUnit, split_units
+
+UNIT_TEXT_CHARS = 400  # verdicts keep the head of each unit; the audit log keeps ids, not texts
+
+
+class DecisionOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["local", "typesafe"] = "local"
+    question: Literal["injection", "citation", "contradiction", "relevance", "policy"] = "injection"
+    response_as_unit: bool = Field(False, description="judge the response as one more unit (kind 'answer')")
+    policy: PolicyOptions = Field(default_factory=PolicyOptions)
+    # local backend
+    params: str | None = Field(None, description="fitted parameters (JSON); default: the committed params/local-v1.json")
+    cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
+    # TypeSafe backend
+    typesafe_model: str = "jev-latest"
+    cassette_dir: str | None = Field(None, description="replay recorded traffic from this folder (replay-only)")
+    api_key_env: str = "TYPESAFE_API_KEY"
+    base_url: str | None = None
+    timeout_s: float = Field(10.0, gt=0)
+    retries: int = Field(2, ge=0)
+    # where the audit log and escalation queue go
+    audit_dir: str | None = Field(None, description="default: <run directory>/decision, else ./reports/decision-audit")
+
+
+class DecisionVerifier(Verifier):
+    name: ClassVar[str] = "decision"
+    description: ClassVar[str] = "decision-model filter: typed questions per unit, drop/flag/rank/trim/escalate policy"
+    probabilistic: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = DecisionOptions
+
+    def __init__(self, id: str | None = None, **options):
+        super().__init__(id=id, **options)
+        self._backend = None
+
+    @property
+    def config(self) -> dict:
+        # Where caches and logs go does not change a score.
+        return {"name": self.name, **self.options.model_dump(mode="json", exclude={"cache_dir", "audit_dir"})}
+
+    @property
+    def backend(self):
+        if self._backend is None:
+            from verifybench.verifiers.decision.backends import make_backend
+
+            self._backend = make_backend(self.options.backend, **self.options.model_dump())
+        return self._backend
+
+    def verify(self, batch: list[Case]) -> list[Verdict]:
+        started = time.perf_counter()
+        items, split_errors = [], {}
+        for case in batch:
+            try:
+                items.append((case, split_units(case, self.options.response_as_unit)))
+            except ValueError as e:
+                split_errors[case.id] = f"ValueError: {e}"
+                items.append((case, []))
+        todo = [(i, it) for i, it in enumerate(items) if it[0].id not in split_errors and it[1]]
+        answered = self.backend.answer_batch([it for _, it in todo]) if todo else []
+        results: dict[int, dict | Exception] = {i: a for (i, _), a in zip(todo, answered)}
+        share_ms = (time.perf_counter() - started) * 1000.0 / max(len(batch), 1)
+        verdicts, audit_rows, escalations = [], [], []
+        for i, (case, units) in enumerate(items):
+            if case.id in split_errors:
+                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=split_errors[case.id]))
+                continue
+            if not units:
+                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error="the case has no units to judge"))
+                continue
+            got = results[i]
+            if isinstance(got, Exception):
+                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=f"{type(got).__name__}: {got}",
+                                        detail={"backend": self.backend.name}))
+                audit_rows += [self._audit_row(case, u, None, "error", str(got)) for u in units]
+                continue
+            decisions = decide(units, got, self.options.policy, self.backend.thresholds)
+            audit_rows += [self._audit_row(case, d.unit, d.answers, d.action, d.reason, d.rank) for d in decisions]
+            escalations += [self._escalation(case, d) for d in decisions if d.action == "escalate"]
+            verdicts.append(self._verdict(case, decisions))
+        AuditLog(audit_folder(self.options.audit_dir, self.run_dir), self.id).write(audit_rows, escalations)
+        for v in verdicts:
+            v.latency_ms = share_ms
+        return verdicts
+
+    def _verdict(self, case: Case, decisions: list[UnitDecision]) -> Verdict:
+        q = self.options.question
+        per_unit = [unit_score(q, d.unit, d.answers) for d in decisions]
+        units = [Unit(text=d.unit.text[:UNIT_TEXT_CHARS], score=s, status=d.action, evidence=d.reason,
+                      detail={"key": d.unit.key, "kind": d.unit.kind, "sources": d.unit.source_ids, "rank": d.rank,
+                              "probe": d.unit.probe, "tokens": d.unit.tokens, "answers": d.answers.to_dict()})
+                 for d, s in zip(decisions, per_unit)]
+        detail = {"backend": self.backend.name, "question": q,
+                  "actions": {a: sum(d.action == a for d in decisions) for a in ("keep", "flag", "drop", "trim", "escalate")}}
+        if q == "policy":
+            probes = [d for d in decisions if d.unit.probe] or [d for d in decisions if d.unit.kind != "answer"]
+            score = sum(not d.passed for d in probes) / len(probes)
+            detail["probes_passed"] = sum(d.passed for d in probes)
+            return Verdict(case_id=case.id, verifier=self.id, score=score, units=units, detail=detail)
+        scored = [s for s in per_unit if s is not None]
+        if not scored:
+            return Verdict(case_id=case.id, verifier=self.id, units=units, detail=detail,
+                           error=f"no unit of this case answers the {q!r} question (e.g. no citation units)")
+        score = max(scored) if q != "relevance" else min(scored)
+        return Verdict(case_id=case.id, verifier=self.id, score=float(score), units=units, detail=detail)
+
+    def _audit_row(self, case: Case, unit: DecisionUnit, answers: UnitAnswers | None, action: str, reason: str,
+                   rank: int | None = None) -> dict:
+        return {"verifier": self.id, "backend": self.options.backend, "case_id": case.id, "unit": unit.key,
+                "unit_id": f"{case.id}/{unit.key}", "kind": unit.kind, "sources": unit.source_ids,
+                "answers": answers.to_dict() if answers else None, "action": action, "reason": reason, "rank": rank,
+                "tokens": unit.tokens}
+
+    def _escalation(self, case: Case, d: UnitDecision) -> dict:
+        return {"verifier": self.id, "case_id": case.id, "unit_id": f"{case.id}/{d.unit.key}", "claim": d.unit.claim,
+                "cited_text": d.unit.text, "answers": d.answers.to_dict(), "reason": d.reason}
+
+    def __getstate__(self):
+        return {**self.__dict__, "_backend": None}
+
+
+def unit_score(question: str, unit: DecisionUnit, a: UnitAnswers) -> float | None:
+    """This unit's "bad" score for `question` (None when the question does not apply to it)."""
+    if question in ("injection", "policy"):
+        return a.instructions
+    if question == "citation":
+        return a.not_supported if unit.kind == "citation" else None
+    if question == "contradiction":
+        return a.contradiction
+    if question == "relevance":
+        return None if a.relevance is None or unit.kind == "answer" else 1.0 - a.relevance
+    raise ValueError(f"unknown question {question!r}")
