@@ -125,3 +125,26 @@ def test_seeded_split_is_stratified_group_aware_and_reproducible():
 def test_split_field_names_are_used_when_present():
     roles = split_roles(["evaluation", "test", "Test", "dev", "other"])
     assert list(roles) == ["calibration", "test", "test", "calibration", ""]
+
+
+def test_suite_can_fix_a_threshold_instead_of_fitting_one(tmp_path, root):
+    """`metrics.fixed` states a threshold that means something by itself; the report says where it came from,
+    and `test_fraction: 1.0` puts every case on the reported side when nothing is fitted."""
+    raw = yaml.safe_load((root / "evals/demo.yaml").read_text())
+    raw["dataset"]["path"] = str(root / "datasets/demo/cases.jsonl")
+    raw["dataset"]["fields"].pop("split")
+    raw["verifiers"] = ["rouge", "bleu"]
+    raw["metrics"] = {"fixed": {"rouge": 0.5}, "test_fraction": 1.0, "breakdown": ["meta.error_type"]}
+    run = api.run(parse_suite(raw, tmp_path), out=tmp_path / "run", progress=False)
+    metrics = json.loads((run.run_dir / "metrics.json").read_text())
+    rouge, bleu = metrics["verifiers"]["rouge"]["overall"], metrics["verifiers"]["bleu"]["overall"]
+    assert rouge["threshold"]["value"] == 0.5 and rouge["threshold"]["source"] == "suite (metrics.fixed)"
+    assert rouge["test"]["n"] == run.n_cases and metrics["split"] == {"test": run.n_cases}
+    assert rouge["positives"] * rouge["test"]["recall"] == pytest.approx(
+        sum(r["flagged"] for r in metrics["verifiers"]["rouge"]["breakdown"]["meta.error_type"].values()
+            if r["label"] == "hallucinated"))
+    # bleu is not fixed and has nothing to calibrate on: no threshold, and the report says so.
+    assert bleu["threshold"]["value"] is None and "too few cases" in bleu["threshold"]["warning"]
+    html = (run.run_dir / "report.html").read_text()
+    assert "Flagged at the threshold from the suite (metrics.fixed), by meta.error_type" in html
+    assert "By meta.error_type (test split): no threshold" in html

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from verifybench.errors import SuiteError
 from verifybench.metrics.bootstrap import N_BOOT, counts_intervals, rank_intervals
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
 from verifybench.metrics.curves import rates, sorted_curve
@@ -38,6 +39,7 @@ class Settings:
     seed: int = 0
     test_fraction: float = 0.5
     policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
+    policy_source: str = "policy"  # what the report says a given threshold came from
     probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
     breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
 
@@ -54,6 +56,16 @@ class Settings:
             test_fraction=float(block.get("test_fraction", 0.5)),
             breakdown=list(block.get("breakdown") or []),
         )
+        # `fixed: {verifier: threshold | {slice: threshold}}`: thresholds that mean something by
+        # themselves (a verifier's own binary decision), stated in the suite instead of fitted.
+        fixed = block.get("fixed") or {}
+        if not isinstance(fixed, dict):
+            raise SuiteError("metrics.fixed must map verifier ids to a threshold or to {slice: threshold}")
+        if fixed:
+            s.policy = {str(v): (dict(t) if isinstance(t, dict) else {OVERALL: float(t)}) for v, t in fixed.items()}
+            s.policy_source = "suite (metrics.fixed)"
+        if overrides.get("policy") is not None:
+            s.policy_source = "policy"
         for k, v in overrides.items():
             if v is not None:
                 setattr(s, k, v)
@@ -202,7 +214,7 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     threshold, source, warning = None, None, None
     if key in given or OVERALL in given:
         threshold = given.get(key, given.get(OVERALL))
-        source = "policy" if key in given else "policy (verifier-wide)"
+        source = s.policy_source if key in given else f"{s.policy_source} (verifier-wide)"
     else:
         n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
         if min(n_pos, n_neg) < s.min_per_class:
