@@ -234,12 +234,43 @@ def test_two_stage_gap_and_rejection_scores(seed_corpus, tmp_path):
     assert unknown.error and "neither claims nor denies" in unknown.error
 
 
-def test_claim_wording():
-    assert claims_compliance("Lot 7 is compliant with V-Label.") is True
-    assert claims_compliance("No. Lot 7 is not compliant: gelatin carrier.") is False
-    assert claims_compliance("The lot cannot be certified yet.") is False
-    assert claims_compliance("It is non-compliant.") is False
-    assert claims_compliance("Beta-carotene is orange.") is None
+@pytest.mark.parametrize("text, claim", [
+    ("Lot 7 is compliant with V-Label.", True),
+    ("No non-conformities were found; the lot is compliant.", True),
+    ("No issues: lot 5 meets the vegan standard.", True),
+    ("The lot is compliant; it does not fail the PCR test.", True),
+    ("No. Lot 7 is not compliant: gelatin carrier.", False),
+    ("Lot 5 isn't compliant.", False),
+    ("The lot is not vegan compliant.", False),
+    ("Lot 5 doesn't meet the standard.", False),
+    ("The lot cannot be certified yet.", False),
+    ("It is non-compliant.", False),
+    ("Beta-carotene is orange.", None),
+])
+def test_claim_wording(text, claim):
+    assert claims_compliance(text) is claim
+
+
+@pytest.mark.parametrize("shown, ppm", [("1,500 µg/kg", 1.5), ("0,050 mg/kg", 0.05), (".05 mg/kg", 0.05),
+                                        ("1 500 µg/kg", 1.5), ("0.5 μg/kg", 0.0005), ("350 ppb", 0.35)])
+def test_quantities_in_any_common_notation(shown, ppm):
+    from verifybench.verifiers.compliance.terms import QUANTITY, to_ppm
+
+    assert to_ppm(*QUANTITY.search(shown).groups()) == pytest.approx(ppm)
+
+
+def test_every_declaration_and_reading_counts_and_denied_aids_do_not():
+    # Two certificates for one lot: the higher reading decides; a second, off-list carrier declaration too.
+    second = Document(id="COA-LOT-7b", doc_type="CoA", metadata={"lot_id": "LOT-7"},
+                      text="Certificate of analysis.\nCarrier: ethanol.\nResults:\n- animal DNA (PCR): 5 mg/kg")
+    checks = {c.kind: c for c in match_criteria(criteria(), [coa("LOT-7"), second])}
+    assert checks["threshold"].status == "violated" and checks["threshold"].doc_id == "COA-LOT-7b"
+    assert checks["carrier"].status == "violated" and checks["carrier"].evidence == "Carrier: ethanol."
+    # "(not bone char)" denies the aid; it does not declare it.
+    denied = Document(id="TDS-8", doc_type="TDS", text="TDS.\nCarrier: sunflower lecithin.\n"
+                                                         "Processing aids: activated carbon (not bone char).")
+    s = statuses(match_criteria(criteria(), [denied]))
+    assert s["no bone char (prohibited processing aid)"] == "satisfied"
 
 
 def test_pipeline_restricts_evidence_to_the_lot_and_types(seed_corpus):
@@ -263,12 +294,31 @@ def test_bad_corpus_line_names_file_line_and_field(tmp_path):
         load_corpus(path)
 
 
-def test_missing_ingredient_is_that_cases_error(seed_corpus, tmp_path):
+def test_missing_ingredient_or_lot_and_a_bad_stated_claim_are_that_cases_errors(seed_corpus, tmp_path):
     two = build("compliance", corpus=str(seed_corpus), cache_dir=str(tmp_path))
-    case = seed_case("LOT-1000")
-    case.meta.pop("ingredient")
-    [v] = two.verify([case])
-    assert v.error and "meta.ingredient" in v.error
+    no_ingredient, no_lot, fine = seed_case("LOT-1000"), seed_case("LOT-1000"), seed_case("LOT-9921")
+    no_ingredient.meta.pop("ingredient")
+    no_lot.meta.pop("lot_id")
+    a, b, c = two.verify([no_ingredient, no_lot, fine])
+    assert a.error and "meta.ingredient" in a.error
+    assert b.error and "meta.lot_id" in b.error
+    assert c.ok and c.score == 1.0  # the batch goes on
+    stated = build("compliance", corpus=str(seed_corpus), cache_dir=str(tmp_path), claim_field="meta.said")
+    said_no, said_maybe = seed_case("LOT-9921"), seed_case("LOT-9921")
+    said_no.meta["said"], said_maybe.meta["said"] = "false", "maybe"
+    v_no, v_maybe = stated.verify([said_no, said_maybe])
+    assert v_no.score == 0.0 and v_no.detail["claims_compliant"] is False  # a correct denial
+    assert v_maybe.error and "meta.said" in v_maybe.error
+
+
+def test_lot_ids_match_whether_stored_as_numbers_or_text(tmp_path):
+    docs = [STANDARD, Document(id="C", doc_type="CoA", metadata={"lot_id": 123456}, text=coa("x").text)]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(d.model_dump_json() + "\n" for d in docs))
+    case = seed_case("LOT-x", response="Lot 123456 is compliant.", label=False)
+    case.meta.update(lot_id="123456", ingredient_code=None)
+    [v] = build("compliance", corpus=str(path), dense=False).verify([case])
+    assert v.detail["evidence"] == ["C"]
 
 
 @pytest.mark.slow

@@ -140,6 +140,8 @@ def test_local_citation_contradiction_and_relevance_answer(data_dir, tmp_path):
               sources=[Source(id="k", text="Paris is the capital and largest city of France.")])
     v = build("decision", question="contradiction", response_as_unit=True, audit_dir=str(tmp_path)).verify([qa])[0]
     assert v.ok and {u.detail["kind"] for u in v.units} == {"chunk", "answer"}
+    # With the response as a unit, the score is the response's own contradiction, whatever the chunks say.
+    assert v.score == next(u.score for u in v.units if u.detail["kind"] == "answer")
     rel = build("decision", question="relevance", audit_dir=str(tmp_path)).verify([qa])[0]
     assert rel.ok and 0.0 <= rel.score <= 1.0
     assert len(rel.units[0].detail["answers"]["relevance_levels"]) == 3
@@ -174,3 +176,18 @@ def test_a_run_writes_the_audit_log_into_its_run_directory(root, tmp_path):
     assert len(rows) == sum(len(c["sources"]) for c in cases)
     assert {r["unit_id"].split("/")[0] for r in rows} == {c["id"] for c in cases}
     assert not (tmp_path / "reports").exists()
+
+
+def test_cases_the_policy_cannot_place_are_error_verdicts_and_the_batch_goes_on(tmp_path):
+    no_context = Case(id="bare", dataset="t", question="Q?", response="an answer", label=False)
+    bad_probe = Case(id="probe", dataset="t", question="Q?", response="", label=True,
+                     sources=[Source(id="p1", text="Some text.", metadata={"probe": "false"})])
+    fine = Case(id="ok", dataset="t", question="Why is the sky blue?", response="", label=False,
+                sources=[Source(id="c", text="Rayleigh scattering makes the sky look blue.")])
+    v = build("decision", question="policy", response_as_unit=True, audit_dir=str(tmp_path))
+    a, b, c = v.verify([no_context, bad_probe, fine])
+    assert a.error and "no context units" in a.error
+    assert b.error and "p1" in b.error and "probe" in b.error
+    assert c.ok
+    assert build("decision", question="policy").probabilistic is False
+    assert build("decision", question="injection").probabilistic is True

@@ -430,3 +430,31 @@ def test_the_rules_pass_relationalai_s_snowflake_portability_check(facts_dir):
     (verdict,) = v.verify([case])
     assert verdict.error is None and verdict.units[0].status == "entailed"
     assert v.checker().kg.config.deployment.check_snowflake_portability is True
+
+
+def test_bad_values_are_rejected_claims_and_never_fail_the_batch():
+    """NaN or Infinity (valid JSON numbers) and ambiguous money text are gate-1 rejections; an empty claims
+    list grounds nothing."""
+    from verifybench.verifiers.graph.claims import normalise
+
+    base = {"claim_type": "refund_amount", "subject_id": "A-1", "evidence": "x"}
+    accepted, rejected = gate1([{**base, "value": float("nan")}, {**base, "value": float("inf")},
+                                {**base, "value": "1.2.3"}, {**base, "value": "1.299,00 EUR"}])
+    assert [r.index for r in rejected] == [0, 1, 2] and len(accepted) == 1
+    assert accepted[0][1].normalised == "129900"
+    assert normalise("money", "12,5 EUR") == "1250" and normalise("money", "1,299") == "129900"
+    assert gate1([])[1][0].reason.startswith("no claims")
+
+
+def test_a_broken_graph_fails_only_the_cases_that_needed_it(tmp_path):
+    from verifybench.cases import Case
+
+    verifier = GraphVerifier(facts=str(tmp_path / "nowhere"))
+    only_rejected = Case(id="r", dataset="t", response="x", label=True,
+                         claims=[{"claim_type": "refund_amount", "subject_id": "A-1", "value": "lots", "evidence": "x"}])
+    needs_graph = Case(id="g", dataset="t", response="x", label=False,
+                       claims=[{"claim_type": "refund_amount", "subject_id": "A-1", "value": 10, "evidence": "x"}])
+    alone = verifier.verify([only_rejected])[0]
+    r, g = verifier.verify([only_rejected, needs_graph])
+    assert r.score == alone.score == 1.0 and r.error is None
+    assert g.error is not None and g.score is None

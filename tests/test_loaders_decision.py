@@ -66,6 +66,10 @@ def test_tensortrust_hash_split_is_stable_and_disjoint(data_dir):
     assert train and test and not train & test
     assert test == {c.id for c in tensortrust(data_dir / "tensortrust", split="test")}
     assert 0.2 < len(test) / (len(train) + len(test)) < 0.4
+    # The data repeats attacks under many sample ids: the split goes by text, so none is on both sides.
+    text = lambda split: {" ".join(c.sources[0].text.split()).lower()  # noqa: E731
+                          for c in tensortrust(data_dir / "tensortrust", split=split)}
+    assert not text("train") & text("test")
     det = list(tensortrust(data_dir / "tensortrust", kinds=["detection"]))
     assert Counter(c.label for c in det) == {True: 115, False: 115}
     assert all(c.sources[0].metadata["kind"] == "tool_result" for c in det)

@@ -88,7 +88,9 @@ def _cases(root: Path, kinds: list[str], split: str, test_fraction: float, seed:
             if not isinstance(d.get(unit_field), str):
                 yield RecordError(rec.loc, "missing required field" if unit_field not in d else "must be a string", unit_field)
                 continue
-            case_split = hash_split(f"{kind}:{sample_id}", test_fraction, seed)
+            # Split by the attack's text, not its id: the data repeats one attack under many sample ids,
+            # and a repeat on both sides would put training text into the test split.
+            case_split = hash_split(f"{kind}:{' '.join(d[unit_field].split()).lower()}", test_fraction, seed)
             if split != "all" and case_split != split:
                 continue
             if kind == "detection":

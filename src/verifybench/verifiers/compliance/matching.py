@@ -59,9 +59,19 @@ def _declarations(docs, rx) -> list[tuple[str, str, list[str]]]:
     out = []
     for d in docs:
         for m in rx.finditer(d.text):
-            items = [i for i in split_list(m.group(1)) if not i.lower().startswith("none")]
-            out.append((d.id, m.group(0).strip(), items))
+            items = [_affirmed(i) for i in split_list(m.group(1)) if not i.lower().startswith("none")]
+            out.append((d.id, m.group(0).strip(), [i for i in items if i]))
     return out
+
+
+_NEGATED = re.compile(r"\(\s*(?:not|no|free (?:of|from)|without)\b[^)]*\)|\b(?:not|no|free (?:of|from)|without)\b.*$",
+                      re.I)
+
+
+def _affirmed(item: str) -> str:
+    """A declared item without what it denies: "activated carbon (not bone char)" -> "activated carbon",
+    "free from gelatin" -> ""."""
+    return _NEGATED.sub("", item).strip(" ,;.")
 
 
 def _results(docs) -> list[tuple[str, str, str, str]]:
@@ -101,10 +111,12 @@ def match_criteria(criteria: VerificationCriterion | None, docs: list) -> list[C
             checks.append(CriterionCheck(criterion=name, kind="carrier", status="missing_evidence",
                                          required_doc_type="TDS or CoA declaring the carrier"))
         else:
-            doc, line, items = carriers[0]
-            off_list = [i for i in items if not any(mentions(i, p) for p in permitted)]
+            # Every declaration counts (a TDS and a CoA may disagree): the first off-list one decides.
+            off = next(((doc, line) for doc, line, items in carriers
+                        if any(not any(mentions(i, p) for p in permitted) for i in items)), None)
+            doc, line = off or carriers[0][:2]
             checks.append(CriterionCheck(criterion=name, kind="carrier",
-                                         status="violated" if off_list else "satisfied", evidence=line, doc_id=doc))
+                                         status="violated" if off else "satisfied", evidence=line, doc_id=doc))
 
     results = _results(docs)
     for test in criteria.required_lab_tests:
@@ -120,18 +132,19 @@ def match_criteria(criteria: VerificationCriterion | None, docs: list) -> list[C
     if criteria.max_threshold_ppm is not None:
         analyte = criteria.threshold_analyte or ""
         name = f"{analyte or 'contamination'} <= {criteria.max_threshold_ppm:g} mg/kg"
-        found = next((r for r in results if analyte and mentions(r[2], analyte)), None)
-        if found is None:
-            checks.append(CriterionCheck(criterion=name, kind="threshold", status="missing_evidence",
-                                         required_doc_type="CoA"))
+        lines = [r for r in results if analyte and mentions(r[2], analyte)]
+        measured = [(m, r) for r in lines if (m := _measured(r[3])) is not None]
+        if measured:
+            # Several certificates for one lot: the highest reading decides.
+            value, worst = max(measured, key=lambda x: x[0])
+            checks.append(CriterionCheck(
+                criterion=name, kind="threshold", evidence=worst[1], doc_id=worst[0],
+                status="satisfied" if value <= criteria.max_threshold_ppm else "violated"))
         else:
-            measured = _measured(found[3])
-            if measured is None:
-                status = "missing_evidence"  # a line that names the analyte but gives no value
-            else:
-                status = "satisfied" if measured <= criteria.max_threshold_ppm else "violated"
-            checks.append(CriterionCheck(criterion=name, kind="threshold", status=status, evidence=found[1],
-                                         doc_id=found[0], required_doc_type="CoA" if measured is None else None))
+            # No line, or lines that name the analyte without a readable value.
+            checks.append(CriterionCheck(criterion=name, kind="threshold", status="missing_evidence",
+                                         required_doc_type="CoA", evidence=lines[0][1] if lines else None,
+                                         doc_id=lines[0][0] if lines else None))
     return checks
 
 

@@ -29,8 +29,11 @@ class Document(BaseModel):
     text: str
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    def attribute(self, name: str) -> Any:
-        return self.doc_type if name == "doc_type" else self.metadata.get(name)
+    def attribute(self, name: str) -> str | None:
+        """A filterable attribute as text (a lot id may be stored as a number in one place and a string
+        in another); None when the document lacks it."""
+        value = self.doc_type if name == "doc_type" else self.metadata.get(name)
+        return None if value is None else str(value)
 
 
 def load_corpus(path: str | Path) -> list[Document]:
@@ -125,7 +128,7 @@ class HybridIndex:
         others only test those rows, so a lot filter costs about the lot's size, not the corpus's."""
         if not where:
             return np.arange(len(self.docs))
-        conds = {f: (list(w) if isinstance(w, (list, tuple, set)) else [w]) for f, w in where.items()}
+        conds = {f: [str(v) for v in (w if isinstance(w, (list, tuple, set)) else [w])] for f, w in where.items()}
         sizes = {f: sum(len(self._posting(f).get(v, ())) for v in vals) for f, vals in conds.items()}
         first = min(sizes, key=sizes.get)
         posting = self._posting(first)

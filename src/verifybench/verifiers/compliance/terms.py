@@ -46,8 +46,13 @@ def split_list(text: str) -> list[str]:
 
 # Units of a contamination measurement, as a factor to mg/kg (= ppm).
 TO_PPM = {"mg/kg": 1.0, "ppm": 1.0, "µg/kg": 1e-3, "ug/kg": 1e-3, "ppb": 1e-3, "mg/g": 1e3, "g/kg": 1e3, "%": 1e4}
-QUANTITY = re.compile(r"(\d+(?:[.,]\d+)?)\s*(mg/kg|ppm|µg/kg|ug/kg|ppb|mg/g|g/kg|%)", re.I)
+# A number ("0.05", ".05", "0,05", "1,500", "1 500") and its unit; µ may be the micro sign or Greek mu.
+QUANTITY = re.compile(r"([1-9]\d{0,2}(?:[ ,]\d{3})+(?:\.\d+)?|\d*[.,]?\d+)\s*(mg/kg|ppm|[µμu]g/kg|ppb|mg/g|g/kg|%)", re.I)
 
 
 def to_ppm(value: str, unit: str) -> float:
-    return float(value.replace(",", ".")) * TO_PPM[unit.lower()]
+    """`value` in `unit` as mg/kg. A comma before exactly three digits, after a leading 1-9, groups
+    thousands ("1,500"); any other comma is a decimal comma ("0,05", "0,050")."""
+    v = value.replace(" ", "")
+    v = v.replace(",", "") if re.fullmatch(r"[1-9]\d{0,2}(,\d{3})+(\.\d+)?", v) else v.replace(",", ".")
+    return float(v) * TO_PPM[unit.lower().replace("μ", "µ").replace("ug", "µg")]

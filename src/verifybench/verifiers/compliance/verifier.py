@@ -37,10 +37,15 @@ SCORES = {
     True: {"violated": 1.0, "missing_evidence": 0.9, "no_criteria": 0.6, "compliant": 0.0},
     False: {"violated": 0.0, "missing_evidence": 0.1, "no_criteria": 0.4, "compliant": 0.8},
 }
-_DENY = re.compile(r"\b(not|non)[- ]?(fully )?(compliant|conform\w*)\b|\bdoes(n't| not) (meet|comply|conform)"
-                   r"|\bcannot be (certified|approved|accepted)|\bfails? (to meet|the)|\bnot (suitable|demonstrated)"
-                   r"|^\s*no\b", re.I)
+# A denial: "not compliant", "isn't (vegan) compliant", "non-compliant", "does not meet", "cannot be
+# certified", "fails to meet", or an answer that opens with a bare "No." / "No:" / "No,".
+_DENY = re.compile(r"(?:\bnot|n't|\bnon)[- ]?(?:\w+[- ])?(?:compliant|conform(?:ing|s)?)\b"
+                   r"|\b(?:does|do|did)(?:n't| not) (?:meet|comply|conform|satisfy)"
+                   r"|\bcannot be (?:certified|approved|accepted)|\bfails? to (?:meet|comply|conform)"
+                   r"|\bnot (?:suitable|demonstrated|certifiable)|^\s*no\s*[.,:;!]", re.I)
 _AFFIRM = re.compile(r"\b(compliant|complies|conforms?|meets|satisfies|suitable for vegans?|is approved)\b", re.I)
+_TRUE = {"true", "yes", "1", "compliant"}
+_FALSE = {"false", "no", "0", "not compliant", "non-compliant"}
 
 
 def claims_compliance(text: str) -> bool | None:
@@ -50,6 +55,16 @@ def claims_compliance(text: str) -> bool | None:
     if _AFFIRM.search(text):
         return True
     return None
+
+
+def _as_claim(value, field: str) -> bool:
+    """A stated claim: a boolean, or yes/no text. Anything else is the case's error, not a guess."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(f"field {field!r} must be true/false (or yes/no), not {value!r}")
 
 
 class LLMOptions(BaseModel):
@@ -134,18 +149,26 @@ class _ComplianceBase(CaseVerifier):
         ingredient, lot = _field(case, o.ingredient_field), _field(case, o.lot_field)
         if not ingredient:
             raise ValueError(f"case has no ingredient at {o.ingredient_field!r}")
-        claim = _field(case, o.claim_field) if o.claim_field else claims_compliance(case.response)
-        if claim is None:
-            raise ValueError("the response neither claims nor denies compliance"
-                             + (f" (field {o.claim_field!r} is empty)" if o.claim_field else ""))
-        audit, timing = self._audit(case, str(ingredient), str(lot) if lot else None, _field(case, o.code_field))
+        if lot is None or lot == "":
+            raise ValueError(f"case has no lot at {o.lot_field!r}")
+        if o.claim_field:
+            stated = _field(case, o.claim_field)
+            if stated is None:
+                raise ValueError(f"field {o.claim_field!r} is empty")
+            claim = _as_claim(stated, o.claim_field)
+        else:
+            claim = claims_compliance(case.response)
+            if claim is None:
+                raise ValueError("the response neither claims nor denies compliance")
+        code = _field(case, o.code_field)
+        audit, timing = self._audit(case, str(ingredient), str(lot), None if code is None else str(code))
         units = [Unit(text=c.criterion, status=c.status, evidence=c.evidence,
                       score={"violated": 1.0, "missing_evidence": 0.5, "satisfied": 0.0}[c.status],
                       detail={k: v for k, v in (("kind", c.kind), ("doc_id", c.doc_id),
                                                 ("required_doc_type", c.required_doc_type)) if v})
                  for c in audit.checks]
-        return Verdict(case_id=case.id, verifier=self.id, score=SCORES[bool(claim)][audit.status], units=units,
-                       detail={"claims_compliant": bool(claim), "audit": audit.status,
+        return Verdict(case_id=case.id, verifier=self.id, score=SCORES[claim][audit.status], units=units,
+                       detail={"claims_compliant": claim, "audit": audit.status,
                                "standards": audit.standard_ids, "evidence": audit.evidence_ids,
                                "criteria": audit.criteria.model_dump(exclude={"source_ids"}) if audit.criteria else None,
                                "stage_ms": {k: round(v, 3) for k, v in timing.items()}})

@@ -34,7 +34,7 @@ STEER = ("ignore", "disregard", "instead", "instruction", "instructions", "promp
 TEXT_FEATURES = ("log_words", "you_rate", "your_rate", "steer_rate", "imperative_start", "code_fence",
                  "url", "upper_rate", "nonascii_rate", "punct_rate", "line_count", "bracket_tag",
                  *(f"kw_{w}" for w in ("ignore", "instruction", "respond", "your_response", "access_granted",
-                                        "previous", "following", "safe", "authoritative")))
+                                        "previous", "following")))
 PAIR_FEATURES = ("cos", "unit_in_premise", "premise_in_unit", "numbers_missing", "premise_numbers_missing",
                  "numbers_present",
                  "negation_diff", "log_len_ratio")
@@ -126,8 +126,6 @@ def text_features(text: str) -> np.ndarray:
         float("access granted" in low),
         float("previous" in low or "above" in low),
         float("following" in low),
-        float("safe" in low),
-        float("authoritative" in low or "official" in low),
     ], dtype=np.float32)
 
 

@@ -65,8 +65,17 @@ def injection_units(data: Path, split: str) -> list[tuple[str, str, int, tuple[i
     """(group key, unit text, label, attack span or None) for BIPIA, Tensor Trust and benign passages."""
     out = []
     # Train: three (attack, position) pairs per context for variety; test: one, so the classes balance.
-    for c in cases(bipia(data / "bipia", split=split, attacks_per_context=3 if split == "train" else 1)):
+    found = cases(bipia(data / "bipia", split=split, attacks_per_context=3 if split == "train" else 1))
+    leaked: set[str] = set()
+    if split == "train":
+        # BIPIA's own email split repeats 13 of its 50 test contexts in train: those never enter training.
+        norm = lambda t: " ".join(t.split())  # noqa: E731
+        test_contexts = {norm(c.sources[0].text) for c in cases(bipia(data / "bipia", split="test")) if not c.label}
+        leaked = {c.meta["group"] for c in found if not c.label and norm(c.sources[0].text) in test_contexts}
+    for c in found:
         if split == "train" and c.meta["task"] == "table" and c.meta["row"] >= 250:
+            continue
+        if c.meta["group"] in leaked:
             continue
         text = c.sources[0].text
         span = None
@@ -216,7 +225,8 @@ def relevance_triples(fz: Featurizer, rows: list[dict], seed: int) -> tuple[list
 
 
 def citation_pairs(cs: list) -> tuple[list[str], list[str], list[int], list[str]]:
-    return ([c.response for c in cs], ["\n".join(s.text for s in c.sources) or "(no evidence)" for c in cs],
+    # The evidence exactly as the verifier sends it (an empty citation stays empty).
+    return ([c.response for c in cs], ["\n".join(s.text for s in c.sources) for c in cs],
             [int(c.label) for c in cs], [c.id for c in cs])
 
 

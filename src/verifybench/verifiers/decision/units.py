@@ -50,11 +50,11 @@ def split_units(case: Case, response_as_unit: bool = False) -> list[DecisionUnit
             citations.setdefault(claim, []).append(src)
             continue
         units.append(DecisionUnit(f"u{len(units) + 1}", kind, src.text, [src.id], premise=question,
-                                  probe=bool(src.metadata.get("probe"))))
+                                  probe=_probe(src)))
     for claim, srcs in citations.items():
         units.append(DecisionUnit(f"u{len(units) + 1}", "citation", "\n".join(s.text for s in srcs),
                                   [s.id for s in srcs], claim=claim, premise=question,
-                                  probe=any(s.metadata.get("probe") for s in srcs)))
+                                  probe=any(_probe(s) for s in srcs)))
     if response_as_unit:
         context = "\n".join(s.text for s in case.sources)
         units.append(DecisionUnit(f"u{len(units) + 1}", "answer", case.response, ["response"],
@@ -71,3 +71,11 @@ def state_for(case: Case, units: list[DecisionUnit]) -> dict:
             entry["claim"] = u.claim
         state_units[u.key] = entry
     return {"question": case.question or "", "units": state_units}
+
+
+def _probe(src) -> bool:
+    """`metadata.probe` marks a unit the adversarial suite watches; only a real boolean counts."""
+    value = src.metadata.get("probe", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"source {src.id!r}: metadata.probe must be true or false, got {value!r}")
+    return value

@@ -63,6 +63,9 @@ class DecisionVerifier(Verifier):
     def __init__(self, id: str | None = None, **options):
         super().__init__(id=id, **options)
         self._backend = None
+        # Injection, citation and contradiction scores are probabilities; a policy share and 1 - relevance
+        # are not, so the metrics must not report their calibration.
+        self.probabilistic = self.options.question in ("injection", "citation", "contradiction")
 
     @property
     def config(self) -> dict:
@@ -124,9 +127,16 @@ class DecisionVerifier(Verifier):
                   "actions": {a: sum(d.action == a for d in decisions) for a in ("keep", "flag", "drop", "trim", "escalate")}}
         if q == "policy":
             probes = [d for d in decisions if d.unit.probe] or [d for d in decisions if d.unit.kind != "answer"]
+            if not probes:
+                return Verdict(case_id=case.id, verifier=self.id, units=units, detail=detail,
+                               error="no context units for the policy to place (the case has no sources)")
             score = sum(not d.passed for d in probes) / len(probes)
             detail["probes_passed"] = sum(d.passed for d in probes)
             return Verdict(case_id=case.id, verifier=self.id, score=score, units=units, detail=detail)
+        if q == "contradiction" and self.options.response_as_unit:
+            # The response's own contradiction, as documented: a chunk that disagrees with the question
+            # says nothing about whether the answer does.
+            per_unit = [s if d.unit.kind == "answer" else None for d, s in zip(decisions, per_unit)]
         scored = [s for s in per_unit if s is not None]
         if not scored:
             return Verdict(case_id=case.id, verifier=self.id, units=units, detail=detail,

@@ -1,4 +1,7 @@
-"""The two-gate agent loop: the model proposes claims, the gates decide what reaches the answer.
+"""The two-gate agent loop: the model proposes claims, and only claims that pass both gates come back
+to it as grounded facts. The gates check the tool calls, not the final answer's prose: the result lists
+what was grounded (`AgentResult.grounded`) so a caller can hold the answer to it (for example by running
+the final answer through the `graph` verifier).
 
     user question
       -> the model replies with a tool call {"tool": "check_refund_claims", "claims": [...]}

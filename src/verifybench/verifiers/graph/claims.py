@@ -84,18 +84,38 @@ def _cents(value: Any) -> int:
     if isinstance(value, (int, float)):
         amount = Decimal(str(value))
     elif isinstance(value, str) and (m := _MONEY.match(value.strip())):
-        digits = m.group(1).replace(" ", "")
-        if "," in digits and "." not in digits and re.search(r",\d{2}$", digits):
-            digits = digits.replace(",", ".")  # 129,99: a decimal comma
-        try:
-            amount = Decimal(digits.replace(",", ""))
-        except InvalidOperation:
-            raise ValueError(f"expected an amount of money, got {value!r}") from None
+        amount = _money_text(m.group(1).replace(" ", ""), value)
     else:
+        raise ValueError(f"expected an amount of money, got {value!r}")
+    if not amount.is_finite():  # NaN and Infinity parse as JSON and as Decimal: not money
         raise ValueError(f"expected an amount of money, got {value!r}")
     if amount < 0:
         raise ValueError(f"an amount cannot be negative, got {value!r}")
     return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def _money_text(digits: str, value: Any) -> Decimal:
+    """"129.99", "129,99", "1,299.00", "1.299,00", "1299": with both separators the last one is the
+    decimal mark; a lone separator followed by one or two digits is a decimal mark, by three digits a
+    thousands separator ("1,299" / "1.299"); anything else is refused rather than guessed."""
+    if "," in digits and "." in digits:
+        decimal_mark = "," if digits.rfind(",") > digits.rfind(".") else "."
+        thousands = "." if decimal_mark == "," else ","
+        if not re.fullmatch(rf"\d{{1,3}}(\{thousands}\d{{3}})*\{decimal_mark}\d{{1,2}}", digits):
+            raise ValueError(f"expected an amount of money, got {value!r}")
+        digits = digits.replace(thousands, "").replace(decimal_mark, ".")
+    elif "," in digits or "." in digits:
+        mark = "," if "," in digits else "."
+        if re.fullmatch(rf"\d+\{mark}\d{{1,2}}", digits):
+            digits = digits.replace(mark, ".")
+        elif re.fullmatch(rf"\d{{1,3}}(\{mark}\d{{3}})+", digits):
+            digits = digits.replace(mark, "")
+        else:
+            raise ValueError(f"expected an amount of money, got {value!r}")
+    try:
+        return Decimal(digits)
+    except InvalidOperation:
+        raise ValueError(f"expected an amount of money, got {value!r}") from None
 
 
 def display(claim_type: str, normalised: str) -> str:
@@ -171,4 +191,8 @@ def gate1(raw_claims: Any) -> tuple[list[tuple[int, Claim]], list[Rejection]]:
             accepted.append((i, Claim.model_validate(raw)))
         except ValidationError as e:
             rejected.append(Rejection(i, raw, _reason(e)))
+        except Exception as e:  # noqa: BLE001 - whatever a value does, it is this claim's rejection
+            rejected.append(Rejection(i, raw, f"{type(e).__name__}: {e}"))
+    if not raw_claims:
+        rejected.append(Rejection(-1, raw_claims, "no claims: an empty list grounds nothing"))
     return accepted, rejected

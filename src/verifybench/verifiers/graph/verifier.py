@@ -11,8 +11,9 @@ knowledge graph.
   entailed, so one wrong claim out of five scores below two out of five; all entailed = 0.
 - Each claim becomes a `Unit` (status, expected value, reason, proof trace in `detail`).
 - The knowledge graph is built once per verifier object on first use, never in `__init__`, and is
-  dropped on pickling, so the object travels to other processes. The facts' content hash is part of
-  `config`, so a run with changed facts is never taken for a cached one.
+  dropped on pickling, so the object travels to other processes. The facts files' content hash is part
+  of `config`, so a run with changed facts files is never taken for a cached one (with `source_tables`,
+  only the table names are).
 """
 
 from __future__ import annotations
@@ -121,9 +122,11 @@ class GraphVerifier(Verifier):
         try:
             # Gate 1 comes first: a batch whose claims were all rejected never touches the graph.
             checks = self.checker().check(accepted_all) if accepted_all else []
-        except Exception as e:  # noqa: BLE001 - a broken graph fails these cases, with the reason
-            for i, _, _ in gated:
-                verdicts[i] = Verdict(case_id=batch[i].id, verifier=self.id, error=f"{type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - a broken graph fails the cases that needed it, with the reason
+            for i, accepted, rejected in gated:
+                # A case whose claims gate 1 rejected entirely never needed the graph: its verdict stands.
+                verdicts[i] = (Verdict(case_id=batch[i].id, verifier=self.id, error=f"{type(e).__name__}: {e}")
+                               if accepted else self._verdict(batch[i], [], rejected))
             return verdicts  # type: ignore[return-value]
         at = 0
         for i, accepted, rejected in gated:
