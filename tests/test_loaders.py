@@ -1,6 +1,7 @@
 import json
 import tracemalloc
 from collections import Counter
+from itertools import islice
 
 import pandas as pd
 import pytest
@@ -194,3 +195,16 @@ def test_seeded_sample_is_uniform_reproducible_and_in_file_order(tmp_path):
     positions = [int(x[1:]) for x in a]
     assert positions == sorted(positions)
     assert 300 < sum(positions) / len(positions) < 700  # spread over the file, not its head
+
+
+def test_halueval_holdout_is_a_stable_split_by_source_text(data_dir):
+    from verifybench.loaders.halueval import halueval
+
+    path = data_dir / "halueval/qa_data.json"
+    test = list(halueval(path, holdout="test"))
+    train_sources = {c.sources[0].text for c in islice(halueval(path, holdout="train"), 4000)}
+    assert {c.split for c in test} == {"test"} and 0.25 < len(test) / 20000 < 0.35
+    assert not train_sources & {c.sources[0].text for c in test}
+    assert [c.id for c in test[:6]] == [c.id for c in islice(halueval(path, holdout="test"), 6)]
+    with pytest.raises(DataError, match="holdout must be"):
+        list(halueval(path, holdout="dev"))

@@ -9,6 +9,8 @@ come from the row number and the original ID is kept in `meta.source_id`.
 
 from __future__ import annotations
 
+import hashlib
+
 from pathlib import Path
 
 from verifybench.cases import Case, Source, Span
@@ -66,17 +68,28 @@ def _general(rec: Record) -> Case | RecordError:
     ).at(rec.loc)
 
 
-def halueval(path: str | Path, task: str | None = None) -> CaseStream:
+def halueval(path: str | Path, task: str | None = None, holdout: str | None = None,
+             holdout_fraction: float = 0.3, holdout_seed: int = 0) -> CaseStream:
     """Cases from one HaluEval file (the files are JSON Lines despite their .json name).
 
     Args:
         path: one of qa_data.json, dialogue_data.json, summarization_data.json, general_data.json.
         task: "qa", "dialogue", "summarization" or "general"; default: from the file name.
+        holdout: "train" or "test": keep only the rows whose source text (knowledge, dialogue history,
+            document) falls on that side of a stable hash split, `sha256(f"{holdout_seed}:{source}")`
+            with `holdout_fraction` on the test side: the split the decision model trains on, so its
+            evaluation never sees a knowledge text it was fitted on. Cases get that side as their split.
+        holdout_fraction: share of source texts on the test side.
+        holdout_seed: the hash's seed.
     """
     path = Path(path)
     task = task or _task_of(path)
     if task not in TASKS:
         raise DataError(f"{path}: unknown HaluEval task {task!r}; expected one of {TASKS}")
+    if holdout not in (None, "train", "test"):
+        raise DataError(f"{path}: holdout must be 'train' or 'test', got {holdout!r}")
+    if holdout and task == "general":
+        raise DataError(f"{path}: HaluEval general has no source text to split by")
     for rec in read_jsonl(path):
         if isinstance(rec, RecordError):
             yield rec
@@ -89,14 +102,25 @@ def halueval(path: str | Path, task: str | None = None) -> CaseStream:
             yield err
             continue
         row = rec.loc.index
+        side = None
+        if holdout:
+            side = "test" if _hash_fraction(rec.data[source_f], holdout_seed) < holdout_fraction else "train"
+            if side != holdout:
+                continue
         for kind, field, label in (("right", right_f, False), ("hallucinated", halluc_f, True)):
             yield Case(
                 id=f"{task}-{row}-{kind}",
                 dataset=f"halueval-{task}",
                 doc_type=task,
+                split=side,
                 question=rec.data[question_f] if question_f else None,
                 sources=[Source(id=source_f, text=rec.data[source_f])],
                 response=rec.data[field],
                 label=label,
                 meta={"group": row},
             ).at(rec.loc)
+
+
+def _hash_fraction(text: str, seed: int) -> float:
+    """A stable number in [0, 1) for `text`: the same on every machine and in every file order."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{text}".encode()).digest()[:8], "big") / 2**64
