@@ -25,6 +25,14 @@ def default_cache(kind: str) -> str:
     return str(Path(base).expanduser() / kind)
 
 
+class Prices(BaseModel):
+    """A paid backend's prices, from the provider's current list: USD per million input and output tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_per_1m: float = 0.0
+    output_per_1m: float = 0.0
+
+
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -81,6 +81,7 @@ class TypeSafeBackend:
         self.base_url = base_url
         self._client = None
         self.usage = {"input_tokens": 0, "output_tokens": 0}
+        self.case_usage: dict[str, dict[str, float]] = {}  # the last batch's tokens per case id
 
     @property
     def client(self):
@@ -110,14 +111,17 @@ class TypeSafeBackend:
 
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
         out: list[dict[str, UnitAnswers] | Exception] = []
+        self.case_usage = {}
         for case, units in items:
             try:
                 state, questions = self.request(case, units)
                 response = self.client.system_one(state=state, questions=questions)
                 usage = getattr(response, "usage", None)
                 if usage is not None:
-                    self.usage["input_tokens"] += usage.input_tokens or 0
-                    self.usage["output_tokens"] += usage.output_tokens or 0
+                    tokens = {"input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0}
+                    self.case_usage[case.id] = {**tokens, "requests": 1}
+                    self.usage["input_tokens"] += tokens["input_tokens"]
+                    self.usage["output_tokens"] += tokens["output_tokens"]
                 out.append(parse_answers(response.answers, units, questions))
             except Exception as e:  # noqa: BLE001 - one case's failure becomes its error verdict
                 out.append(e)

@@ -24,7 +24,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.verifiers.base import Verifier, default_cache
+from verifybench.verifiers.base import Prices, Verifier, default_cache
 from verifybench.verifiers.decision.audit import AuditLog, audit_folder
 from verifybench.verifiers.decision.policy import PolicyOptions, UnitDecision, decide
 from verifybench.verifiers.decision.questions import UnitAnswers
@@ -50,6 +50,7 @@ class DecisionOptions(BaseModel):
     base_url: str | None = None
     timeout_s: float = Field(10.0, gt=0)
     retries: int = Field(2, ge=0)
+    prices: Prices | None = Field(None, description="USD per million input/output tokens, to report cost per case")
     # where the audit log and escalation queue go
     audit_dir: str | None = Field(None, description="default: <run directory>/decision, else ./reports/decision-audit")
 
@@ -112,8 +113,16 @@ class DecisionVerifier(Verifier):
             escalations += [self._escalation(case, d) for d in decisions if d.action == "escalate"]
             verdicts.append(self._verdict(case, decisions))
         AuditLog(audit_folder(self.options.audit_dir, self.run_dir), self.id).write(audit_rows, escalations)
+        # Tokens a remote backend reported for each case, and their cost at the suite's prices.
+        spent = getattr(self.backend, "case_usage", {})
+        prices = self.options.prices
         for v in verdicts:
             v.latency_ms = share_ms
+            if v.case_id in spent:
+                v.usage = dict(spent[v.case_id])
+                if prices is not None:
+                    v.cost_usd = (v.usage["input_tokens"] * prices.input_per_1m
+                                  + v.usage["output_tokens"] * prices.output_per_1m) / 1e6
         return verdicts
 
     def _verdict(self, case: Case, decisions: list[UnitDecision]) -> Verdict:

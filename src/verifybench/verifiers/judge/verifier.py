@@ -31,7 +31,7 @@ from jinja2 import Environment, FileSystemLoader, PackageLoader, ChoiceLoader, S
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifybench.cases import Case, Verdict
-from verifybench.verifiers.base import Verifier, default_cache
+from verifybench.verifiers.base import Prices, Verifier, default_cache
 from verifybench.verifiers.judge.backends import (
     AnthropicBackend, Backend, Completion, LlamaCppInProcess, OpenAICompatible, Retryable,
 )
@@ -40,12 +40,6 @@ from verifybench.verifiers.judge.cache import CompletionCache, ReplayMiss, reque
 REPAIR = "That was not a valid JSON object with the keys asked for. Reply again with only the JSON object."
 TEMPLATE_FOR = (("summ", "summary"), ("dialog", "dialogue"), ("polic", "policy"), ("refund", "policy"),
                 ("qa", "qa"), ("question", "qa"), ("support", "qa"))
-
-
-class Prices(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    input_per_1m: float = 0.0
-    output_per_1m: float = 0.0
 
 
 class Injection(BaseModel):
