@@ -131,7 +131,7 @@ def test_local_citation_contradiction_and_relevance_answer(data_dir, tmp_path):
     cases = list(iter_cases(spec))
     verdicts = build("decision", question="citation", audit_dir=str(tmp_path)).verify(cases)
     for c, v in zip(cases, verdicts):
-        assert v.ok
+        assert v.ok and v.case_id == c.id
         cite = [u for u in v.units if u.detail["kind"] == "citation"]
         assert len(cite) == 1 and v.score == pytest.approx(cite[0].score)
         probs = cite[0].detail["answers"]["citation"]

@@ -9,13 +9,13 @@ come from the row number and the original ID is kept in `meta.source_id`.
 
 from __future__ import annotations
 
-import hashlib
 
 from pathlib import Path
 
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import DataError, RecordError
 from verifybench.loaders.generic import CaseStream
+from verifybench.loaders.holdout import hash_split
 from verifybench.loaders.readers import Record, read_jsonl
 
 # task -> (source field, question field, right output field, hallucinated output field)
@@ -104,7 +104,7 @@ def halueval(path: str | Path, task: str | None = None, holdout: str | None = No
         row = rec.loc.index
         side = None
         if holdout:
-            side = "test" if _hash_fraction(rec.data[source_f], holdout_seed) < holdout_fraction else "train"
+            side = hash_split(rec.data[source_f], holdout_fraction, holdout_seed)
             if side != holdout:
                 continue
         for kind, field, label in (("right", right_f, False), ("hallucinated", halluc_f, True)):
@@ -119,8 +119,3 @@ def halueval(path: str | Path, task: str | None = None, holdout: str | None = No
                 label=label,
                 meta={"group": row},
             ).at(rec.loc)
-
-
-def _hash_fraction(text: str, seed: int) -> float:
-    """A stable number in [0, 1) for `text`: the same on every machine and in every file order."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{text}".encode()).digest()[:8], "big") / 2**64

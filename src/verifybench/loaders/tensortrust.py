@@ -20,13 +20,13 @@ as a fraction is below `test_fraction`, else in `train`; stable over runs and ma
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from verifybench.cases import Case, Source
 from verifybench.errors import DataError, RecordError
 from verifybench.loaders.generic import CaseStream
+from verifybench.loaders.holdout import hash_split
 from verifybench.loaders.readers import read_jsonl
 
 FILES = {
@@ -35,12 +35,6 @@ FILES = {
     "detection": "prompt_extraction_detection.jsonl",
 }
 TRUE_VALUES = {"true": True, "1": True, "false": False, "0": False}
-
-
-def hash_split(key: str, test_fraction: float, seed: int) -> str:
-    """"test" or "train" by a stable hash of `key` (no randomness that depends on file order)."""
-    h = int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big") / 2**64
-    return "test" if h < test_fraction else "train"
 
 
 def tensortrust(

@@ -38,8 +38,9 @@ class Chunk(Protocol):
 
 
 class CriteriaExtractor(Protocol):
-    def extract(self, ingredient: str, chunks: list[Chunk]) -> VerificationCriterion | None:
-        """The checklist for `ingredient` from the standard excerpts `chunks`; None when none applies."""
+    def extract(self, ingredient: str, chunks: list[Chunk], code: str | None = None) -> VerificationCriterion | None:
+        """The checklist for `ingredient` (ingredient code `code`, when known) from the standard excerpts
+        `chunks`; None when none applies."""
 
 
 _FOR = re.compile(r"requirements for (.+?) \(ingredient code ([\w-]+)\)", re.I)

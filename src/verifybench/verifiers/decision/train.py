@@ -21,7 +21,6 @@ or to choose anything. `--evaluate-only` re-scores the held-out sets with the co
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import re
@@ -32,6 +31,7 @@ import numpy as np
 
 from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
+from verifybench.loaders.holdout import hash_fraction, hash_split
 from verifybench.loaders.tensortrust import tensortrust
 from verifybench.metrics.curves import auroc, confusion_at, rates, threshold_curve
 from verifybench.verifiers.base import default_cache
@@ -42,12 +42,8 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 RELEVANCE_LEVELS = ["unrelated", "same topic, does not answer", "answers the question"]
 
 
-def frac(key: str, seed: int = 0) -> float:
-    return int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big") / 2**64
-
-
 def is_calibration(key: str) -> bool:
-    return frac(key, seed=7) < 0.25
+    return hash_fraction(key, seed=7) < 0.25
 
 
 def cases(stream) -> list:
@@ -113,7 +109,7 @@ def halueval_rows(data: Path, split: str, cap: int | None = None) -> list[dict]:
     with open(data / "halueval" / "qa_data.json", encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
-            side = "test" if frac(r["knowledge"], seed=0) < 0.3 else "train"
+            side = hash_split(r["knowledge"], 0.3, seed=0)  # the `halueval` loader's `holdout` split
             if side == split:
                 rows.append(r)
             if cap and len(rows) >= cap:
