@@ -168,6 +168,10 @@ def parse_suite(
             dataset[key] = _resolve_path(dataset[key], base_dir)
     body = {k: v for k, v in expanded.items() if k not in ("dataset", "verifiers")}
     body.setdefault("name", Path(where).stem)
+    if "metrics" in body:
+        from verifybench.metrics.settings import validate_metrics_block
+
+        validate_metrics_block(body["metrics"], where)  # a typo'd key is an error here, not a silent default
     try:
         return Suite(
             dataset=DatasetSpec.model_validate(dataset),

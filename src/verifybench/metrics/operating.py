@@ -6,23 +6,47 @@ from __future__ import annotations
 import numpy as np
 
 
-def latency_summary(latency_ms, units=None) -> dict[str, float]:
-    """p50/p95/p99/mean per case, cases per second of verifier time, and per unit (claim) if given."""
+def latency_summary(latency_ms, units=None, kinds=None) -> dict[str, float]:
+    """p50/p95/p99/mean per case, cases per second of verifier time, and per unit (claim) if given.
+
+    Args:
+        kinds: per case, how its latency was measured (`Verdict.latency_kind`): "case" (its own time),
+            "batch" (its batch's wall time shared equally: every case of a batch gets the same figure),
+            "warmup" (the first batch a worker scored, which includes loading models), or None (not
+            recorded). Warm-up cases are summarised apart (`warmup`) and left out of the percentiles,
+            unless nothing else is left. `basis` says what the percentiles are: "case", "batch_average"
+            (a spread of batch means, not of cases: not a per-case p95), "mixed" or "unrecorded".
+    """
     lat = np.asarray(latency_ms, dtype=float)
-    lat = lat[~np.isnan(lat)]
+    kind = np.array(["" if k is None or k != k else str(k) for k in kinds], dtype=object) if kinds is not None \
+        else np.full(len(lat), "", dtype=object)
+    u = np.asarray(units, dtype=float) if units is not None and len(units) == len(lat) else None
+    keep = ~np.isnan(lat)
+    lat, kind = lat[keep], kind[keep]
+    u = u[keep] if u is not None else None
     if not len(lat):
         return {}
-    out = {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)),
-           "p99": float(np.percentile(lat, 99)), "mean": float(lat.mean()),
-           "throughput_per_s": float(len(lat) / (lat.sum() / 1000)) if lat.sum() > 0 else float("inf")}
-    if units is not None:
-        u = np.asarray(units, dtype=float)
-        if len(u) == len(lat) and np.nansum(u) > 0:
-            u = np.nan_to_num(u)
-            per_unit = lat / np.maximum(u, 1)
-            out["per_unit_p50"] = float(np.percentile(per_unit, 50))
-            out["per_unit_p95"] = float(np.percentile(per_unit, 95))
-            out["units_per_case"] = float(u.mean())
+    warm = kind == "warmup"
+    out: dict[str, object] = {}
+    if warm.any():
+        out["warmup"] = {"cases": int(warm.sum()), "total_ms": float(lat[warm].sum()), "mean_ms": float(lat[warm].mean())}
+    if warm.all():
+        out["includes_warmup"] = True  # one batch only: nothing to leave out
+    else:
+        lat, kind = lat[~warm], kind[~warm]
+        u = u[~warm] if u is not None else None
+    batch, case = (kind == "batch").sum(), (kind == "case").sum()
+    out["basis"] = ("unrecorded" if batch + case == 0 else "case" if batch == 0 and case == len(kind)
+                    else "batch_average" if case == 0 and batch == len(kind) else "mixed")
+    out.update({"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)),
+                "p99": float(np.percentile(lat, 99)), "mean": float(lat.mean()),
+                "throughput_per_s": float(len(lat) / (lat.sum() / 1000)) if lat.sum() > 0 else float("inf")})
+    if u is not None and np.nansum(u) > 0:
+        u = np.nan_to_num(u)
+        per_unit = lat / np.maximum(u, 1)
+        out["per_unit_p50"] = float(np.percentile(per_unit, 50))
+        out["per_unit_p95"] = float(np.percentile(per_unit, 95))
+        out["units_per_case"] = float(u.mean())
     return out
 
 
