@@ -50,7 +50,7 @@ def env(**values):
                 os.environ[k] = v
 
 
-def make_suite(folder, root, name="gated", extra="", metrics=""):
+def make_suite(folder, root, name="gated", extra="", metrics="metrics: {breakdown: [meta.error_type]}"):
     text = SUITE.format(data=root / "datasets/demo/cases.jsonl", extra=extra, metrics=metrics)
     return write(folder / f"{name}-{abs(hash(extra + metrics))}.yaml", text.replace("name: gated", f"name: {name}"))
 
@@ -325,7 +325,7 @@ def test_gate_and_compare_show_the_same_numbers_over_the_same_cases(base_run, we
 
 
 def test_auroc_is_gated_for_slices_without_a_threshold(tmp, root):
-    suite = make_suite(tmp, root, name="nothresholds", metrics="metrics: {min_per_class: 100}")
+    suite = make_suite(tmp, root, name="nothresholds", metrics="metrics: {min_per_class: 100, breakdown: [meta.error_type]}")
     first, second = run(suite, tmp / "nt-1"), run(suite, tmp / "nt-2")
     path = api.baseline(first, out=tmp / "metrics/nt.json")
     doc = json.loads(path.read_text())

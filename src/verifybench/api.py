@@ -154,7 +154,8 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
 
 
 def _scored_frame(cases: list, verdicts: list, s: Settings):
-    return frame(cases, verdicts, s.by, s.seed, s.test_fraction)
+    """The verdict frame under settings `s` (slices, split, breakdown fields): the one `evaluate` reads."""
+    return frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown)
 
 
 def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[str] | None = None,
@@ -223,7 +224,7 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
         overrides["by"] = by
     s = settings_for(run_dir, manifest, **overrides)
     metrics = compute_metrics(cases, verdicts, s)
-    doc = build_baseline(manifest, metrics, frame(cases, verdicts, s.by, s.seed, s.test_fraction), cases, s)
+    doc = build_baseline(manifest, metrics, _scored_frame(cases, verdicts, s), cases, s)
     path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
@@ -254,12 +255,12 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         s = settings_for(run_dir, manifest, policy=held, by=base["by"])
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
-        f = frame(cases, verdicts, s.by, s.seed, s.test_fraction)
+        f = _scored_frame(cases, verdicts, s)
         current = g.build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
         own = settings_for(run_dir, manifest, by=base["by"])
         own.policy = None
         own.n_boot = 1  # only the refit thresholds are read from this pass
-        refit_metrics = evaluate(frame(cases, verdicts, own.by, own.seed, own.test_fraction), own, n_cases=len(cases))
+        refit_metrics = evaluate(_scored_frame(cases, verdicts, own), own, n_cases=len(cases))
         refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],
                        **{k: sm["threshold"]["value"] for k, sm in m["slices"].items()}}
                  for vid, m in refit_metrics["verifiers"].items()}
