@@ -257,8 +257,8 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
         f = _scored_frame(cases, verdicts, s)
         current = g.build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
-        own = settings_for(run_dir, manifest, by=base["by"])
-        own.policy = None
+        # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
+        own = settings_for(run_dir, manifest, by=base["by"], policy=None)
         own.n_boot = 1  # only the refit thresholds are read from this pass
         refit_metrics = evaluate(_scored_frame(cases, verdicts, own), own, n_cases=len(cases))
         refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],

@@ -6,6 +6,23 @@ from __future__ import annotations
 import numpy as np
 
 
+# `Verdict.latency_kind` as small integers (0: not recorded), so a million cases are compared as numbers.
+LATENCY_KINDS = (None, "case", "batch", "warmup")
+CASE, BATCH, WARMUP = 1, 2, 3
+
+
+def latency_kind_codes(kinds) -> np.ndarray:
+    """Codes of LATENCY_KINDS for an array of kind names (None or NaN: 0); integer arrays pass through."""
+    k = np.asarray(kinds)
+    if np.issubdtype(k.dtype, np.integer):
+        return k.astype(np.int8)
+    k = k.astype(object)
+    codes = np.zeros(len(k), np.int8)
+    for code, name in enumerate(LATENCY_KINDS[1:], 1):
+        codes[k == name] = code
+    return codes
+
+
 def latency_summary(latency_ms, units=None, kinds=None) -> dict[str, float]:
     """p50/p95/p99/mean per case, cases per second of verifier time, and per unit (claim) if given.
 
@@ -18,15 +35,14 @@ def latency_summary(latency_ms, units=None, kinds=None) -> dict[str, float]:
             (a spread of batch means, not of cases: not a per-case p95), "mixed" or "unrecorded".
     """
     lat = np.asarray(latency_ms, dtype=float)
-    kind = np.array(["" if k is None or k != k else str(k) for k in kinds], dtype=object) if kinds is not None \
-        else np.full(len(lat), "", dtype=object)
+    kind = latency_kind_codes(kinds) if kinds is not None else np.zeros(len(lat), np.int8)
     u = np.asarray(units, dtype=float) if units is not None and len(units) == len(lat) else None
     keep = ~np.isnan(lat)
     lat, kind = lat[keep], kind[keep]
     u = u[keep] if u is not None else None
     if not len(lat):
         return {}
-    warm = kind == "warmup"
+    warm = kind == WARMUP
     out: dict[str, object] = {}
     if warm.any():
         out["warmup"] = {"cases": int(warm.sum()), "total_ms": float(lat[warm].sum()), "mean_ms": float(lat[warm].mean())}
@@ -35,7 +51,7 @@ def latency_summary(latency_ms, units=None, kinds=None) -> dict[str, float]:
     else:
         lat, kind = lat[~warm], kind[~warm]
         u = u[~warm] if u is not None else None
-    batch, case = (kind == "batch").sum(), (kind == "case").sum()
+    batch, case = (kind == BATCH).sum(), (kind == CASE).sum()
     out["basis"] = ("unrecorded" if batch + case == 0 else "case" if batch == 0 and case == len(kind)
                     else "batch_average" if case == 0 and batch == len(kind) else "mixed")
     out.update({"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)),

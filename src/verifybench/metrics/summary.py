@@ -19,7 +19,7 @@ from verifybench.errors import SuiteError
 from verifybench.metrics.bootstrap import counts_intervals, rank_intervals
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
 from verifybench.metrics.curves import confusion_at, rates, sorted_curve
-from verifybench.metrics.operating import cost_per_1k, latency_summary, pareto_front
+from verifybench.metrics.operating import cost_per_1k, latency_kind_codes, latency_summary, pareto_front
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, Settings
 from verifybench.metrics.shortcuts import CUES, shortcut_report
 from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES, select_threshold, split_roles
@@ -136,7 +136,7 @@ class Rows:
     slice: np.ndarray  # integer code into `slices`
     slices: list[str]
     latency: np.ndarray
-    latency_kind: np.ndarray  # how each latency was measured (Verdict.latency_kind)
+    latency_kind: np.ndarray  # how each latency was measured (codes of operating.LATENCY_KINDS)
     cost: np.ndarray
     units: np.ndarray
 
@@ -152,7 +152,8 @@ class Rows:
         # Integer codes: comparing a million Python strings per slice would cost more than the metrics.
         codes, names = pd.factorize(df["slice"].astype(str), sort=True)
         role = df["role"].astype(str)
-        kind = df["latency_kind"].to_numpy(dtype=object)[order] if "latency_kind" in df else np.full(len(df), None)
+        kind = (latency_kind_codes(df["latency_kind"].to_numpy(dtype=object))[order] if "latency_kind" in df
+                else np.zeros(len(df), np.int8))
         return cls(label=df["label"].to_numpy(bool)[order], score=score[order], ok=ok[order],
                    cal=(role == "calibration").to_numpy()[order], test=(role == "test").to_numpy()[order],
                    slice=codes[order], slices=[str(n) for n in names],
@@ -185,11 +186,13 @@ def _labels_and_needs(r: Rows, mask: np.ndarray, s: Settings, split_from: str) -
     this slice to get a threshold of its own (`min_per_class` scored calibration cases of each class)
     and to be gated (GATE_MIN_CASES test cases). With a drawn split, a new case lands on the calibration
     side with probability 1 - test_fraction; with the data's own split field, the team places it."""
-    def count(m):
-        return {"hallucinated": int((r.label & m).sum()), "faithful": int((~r.label & m).sum())}
+    def count(m):  # boolean ops and counts only: no copies of a million-row slice
+        n_pos = int(np.count_nonzero(m & r.label))
+        return {"hallucinated": n_pos, "faithful": int(np.count_nonzero(m)) - n_pos}
 
-    labels = {"calibration": count(mask & r.cal), "test": count(mask & r.test)}
-    cal_scored = count(mask & r.cal & r.ok)
+    cal = mask & r.cal
+    labels = {"calibration": count(cal), "test": count(mask & r.test)}
+    cal_scored = count(cal & r.ok)
     share_cal = 1.0 if split_from == "field" else 1 - s.test_fraction
     share_test = 1.0 if split_from == "field" else s.test_fraction
     test_n = sum(labels["test"].values())
