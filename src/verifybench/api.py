@@ -173,12 +173,16 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     def thr(metrics: dict, vid: str) -> float | None:
         return metrics["verifiers"][vid]["overall"]["threshold"]["value"]
 
+    def degenerate(metrics: dict, vid: str) -> str | None:
+        return metrics["verifiers"][vid]["overall"]["threshold"].get("degenerate")
+
     results = []
     if run_b is None:
         for a, b in pairs(list(metrics_a["verifiers"]), verifiers):
             r = compare_pair(fa[fa["verifier"] == a], fa[fa["verifier"] == b], thr(metrics_a, a), thr(metrics_a, b),
                              n_boot=s.n_boot, seed=s.seed)
-            results.append({"a": a, "b": b, "threshold_mode": OWN, **r})
+            results.append({"a": a, "b": b, "threshold_mode": OWN, **r,
+                            "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]})
         return results
 
     mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
@@ -200,7 +204,8 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         t_b = thr(metrics_b, vid) if refit else t_a
         r = compare_pair(fa[fa["verifier"] == vid], fb[fb["verifier"] == vid], t_a, t_b, n_boot=s.n_boot, seed=s.seed)
         results.append({"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})",
-                        "threshold_mode": REFIT if refit else HELD, **r})
+                        "threshold_mode": REFIT if refit else HELD, **r,
+                        "degenerate": [degenerate(metrics_a, vid), degenerate(metrics_b if refit else metrics_a, vid)]})
     return results
 
 

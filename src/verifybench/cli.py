@@ -131,13 +131,15 @@ def thresholds(
                 table.add_row(vid, key, "none *", "", "", "", "", flag_all)
                 warnings.append(f"{vid} / {key}: {row['warning']}")
                 continue
-            mark = ""
+            mark, why = "", []
             if row.get("fallback_from"):
                 mark += f" (fallback: {row['fallback_from']})"
-                warnings.append(f"{vid} / {key}: uses the {row['fallback_from']!r} threshold: {row['warning']}")
+                why.append(f"uses the {row['fallback_from']!r} threshold ({row['warning']})")
             if row.get("degenerate"):
                 mark += " DEGENERATE"
-                warnings.append(f"{vid} / {key}: the threshold {row['degenerate']}")
+                why.append(f"the threshold {row['degenerate']}")
+            if why:
+                warnings.append(f"{vid} / {key}: " + "; ".join(why))
             cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
             table.add_row(vid, key, f"{row['threshold']:.4f}{mark}", _f(cal.get("f1")),
                           *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
@@ -182,7 +184,10 @@ def compare(
             table.add_row(r["a"], r["b"], metric, *_diff(d), f"{r['cases']} ({r['errors_a']}/{r['errors_b']} errors)")
         m = r.get("mcnemar")
         t = r.get("thresholds") or [None, None]
+        deg = [f"{side}'s flags every calibration case (DEGENERATE: its F1 only restates the class balance)"
+               for side, d in zip(("A", "B"), r.get("degenerate") or []) if d]
         notes.append(f"{r['a']} vs {r['b']}: thresholds {_f(t[0], 4)} / {_f(t[1], 4)}, {r['threshold_mode']}"
+                     + "".join(f"; {d}" for d in deg)
                      + (f"; McNemar p {m['p_value']:.3g} ({m['a_only_right']} cases only A right, "
                         f"{m['b_only_right']} only B)" if m else "")
                      + (f"; {r['warning']}" if r.get("warning") else ""))
