@@ -234,7 +234,7 @@ def gate(
     cases = max((c.cases for c in result.checks), default=0)
     table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result",
                   "refit (now @ thr.)",
-                  title=f"gate: the same {cases} test-split cases on both sides (errors count as wrong); "
+                  title=f"gate: the same test-split cases on both sides ({cases} for the whole set; errors count as wrong); "
                         "thresholds held at the baseline's")
     for c in result.checks:
         shown = status_text(c)

@@ -400,7 +400,7 @@ def markdown_summary(result: GateResult, suite: str) -> str:
     verdict = {0: "passed", 1: "**FAILED**", 2: "**REFUSED** (a metric asked for cannot be gated)"}[result.exit_code]
     cases = max((c.cases for c in result.checks), default=0)
     lines = [f"### verifybench gate on `{suite}`: {verdict}", "",
-             f"Over the same {cases} test-split cases on both sides (error verdicts count as wrong). Thresholds "
+             f"The same test-split cases on both sides ({cases} for the whole set; error verdicts count as wrong). Thresholds "
              "are held at the baseline's, as a deployed policy would be; *refit* shows the metric now at the "
              "threshold a fit on this run would choose (not gated).", "",
              "| verifier | slice | metric | baseline | now | drop | 95% CI of drop | allowed | result | refit |",

@@ -9,7 +9,7 @@ plain JSON-able data: the report and the CLI only read numbers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
