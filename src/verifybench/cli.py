@@ -122,17 +122,17 @@ def describe(
 def _print_needs(sl: dict) -> None:
     if not sl.get("rows"):
         return
-    table = Table(sl["by"], "hallucinated", "faithful", "calib. h / f", "test h / f", "threshold", "gate",
+    table = Table(sl["by"], "labeled h / f", "calib. h / f", "test h / f", "threshold", "gate",
                   title=f"labeled cases per slice (split: {sl['split']})",
-                  caption=f"threshold: {sl['min_per_class']} of each class on the calibration split; "
-                          f"gate: {sl['min_cases']} test cases; +N h/f: labeled cases to add")
+                  caption=f"h / f: hallucinated / faithful. threshold: {sl['min_per_class']} of each class on the "
+                          f"calibration split; gate: {sl['min_cases']} test cases; +N: labeled cases to add")
     for key, r in sl["rows"].items():
         more_t, more_g = r["more_for_threshold"], r["more_for_gate"]
         threshold = "yes" if r["threshold"] else ", ".join(f"+{n} {cls[0]}" for cls, n in more_t.items() if n)
         gate = "yes" if r["gate"] else f"+{more_g}"
-        table.add_row(Text(key), str(r["hallucinated"]), str(r["faithful"]),
+        table.add_row(Text(key), f"{r['hallucinated']} / {r['faithful']}",
                       f"{r['calibration']['hallucinated']} / {r['calibration']['faithful']}",
-                      f"{r['test']['hallucinated']} / {r['test']['faithful']}", Text(threshold), Text(gate))
+                      f"{r['test']['hallucinated']} / {r['test']['faithful']}", Text(threshold, no_wrap=True), Text(gate))
     console.print(table)
     if not sl["split"].startswith("from"):
         console.print(Text("Cases to add are counted in all: the seeded split sends part of them to the test side."),

@@ -221,7 +221,11 @@ class RunLock:
         import fcntl
 
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise RunDirError(f"{self.run_dir}: cannot write here ({e.strerror}): a run directory "
+                                  "must be writable to run, resume or report it") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -170,7 +170,7 @@ class LabelLog:
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"field": f, "value": v, "label": "hallucinated" if lab else "faithful", "cases": n}
-                for (f, v, lab), n in sorted(self.counts.items(), key=lambda kv: (kv[0][0], kv[0][2], -kv[1]))]
+                for (f, v, lab), n in sorted(self.counts.items(), key=lambda kv: (kv[0][0], not kv[0][2], -kv[1]))]
 
 
 def _show(raw: Any) -> str:
