@@ -51,12 +51,14 @@ def test_round_trip_scores_come_from_the_recorded_answers(tmp_path):
     assert by_key["u1"].detail["answers"]["relevance"] == pytest.approx(recorded["u1_relevance"]["score"] / 2)
     assert by_key["u5"].detail["kind"] == "tool_result"
     # The SDK really sent the request, with a bearer key, and the replay answered it from the cassette.
-    transport = v.backend.client._http_client._transport
+    assert v.backend.client._http_client._transport.inner is v.backend.transport  # counted, then replayed
+    transport = v.backend.transport
     assert isinstance(transport, ReplayTransport)
     assert transport.requests[-1] == {"method": "POST", "path": "/v1/systemone", "authorized": True, "cassette": "filter.json"}
     assert v.backend.usage["input_tokens"] == scenarios.USAGE["input_tokens"]
     # The case's own tokens go on its verdict, and with the suite's prices, its cost.
-    assert verdict.usage == {**{k: scenarios.USAGE[k] for k in ("input_tokens", "output_tokens")}, "requests": 1}
+    assert verdict.usage == {**{k: scenarios.USAGE[k] for k in ("input_tokens", "output_tokens")}, "requests": 1,
+                             "retries": 0}
     priced = verifier(tmp_path, question="injection", prices={"input_per_1m": 2.0, "output_per_1m": 8.0})
     cost = priced.verify([cases["filter"]])[0].cost_usd
     assert cost == pytest.approx((scenarios.USAGE["input_tokens"] * 2.0 + scenarios.USAGE["output_tokens"] * 8.0) / 1e6)
