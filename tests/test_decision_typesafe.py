@@ -124,3 +124,20 @@ def test_pickles_before_and_after_use(tmp_path):
     v.verify([scenarios.cases()["filter"]])
     clone = pickle.loads(pickle.dumps(v))
     assert clone.verify([scenarios.cases()["filter"]])[0].score == v.verify([scenarios.cases()["filter"]])[0].score
+
+
+def test_a_non_json_200_is_retried_like_a_5xx(tmp_path, monkeypatch):
+    """Against a real server on 127.0.0.1: a proxy's HTML page under a 200, then System One's answer."""
+    from helpers.fake_llm import FakeLLM, Raw
+
+    tape = json.loads((CASSETTES / "filter.json").read_text())
+    server = FakeLLM([Raw(200, "<html>bad gateway</html>", "text/html"), Raw(200, json.dumps(tape["response"]["body"]))])
+    try:
+        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-test-key-0123456789")
+        v = build("decision", backend="typesafe", base_url=server.root_url, audit_dir=str(tmp_path), retries=2)
+        verdict = v.verify([scenarios.cases()["filter"]])[0]
+    finally:
+        server.close()
+    assert verdict.error is None and len(server.requests) == 2
+    assert verdict.usage["requests"] == 2 and verdict.usage["retries"] == 1
+    assert server.paths == ["/v1/systemone"] * 2
