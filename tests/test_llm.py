@@ -8,7 +8,7 @@ import hashlib
 import json
 
 import pytest
-from helpers.fake_llm import Echo, FakeLLM, Raw
+from helpers.fake_llm import Drop, Echo, FakeLLM, Raw, Stall
 
 from verifybench import api
 from verifybench.cases import Case, Source
@@ -86,6 +86,14 @@ def test_429_5xx_and_a_non_json_200_are_retried_with_backoff_and_counted(fake):
     assert (usage.input_tokens, usage.output_tokens) == (100, 20)
     # Full jitter: wait n is drawn from [0, min(max_backoff_s, backoff_s * 2**(n-1))].
     assert len(sleeps) == 4 and all(0 <= s <= min(4.0, 0.5 * 2 ** i) for i, s in enumerate(sleeps))
+
+
+def test_a_timeout_and_a_dropped_connection_are_retried(fake):
+    server = fake([Stall(1.5), Drop(), '{"a": 1}'])
+    client, sleeps = openai_client(server, timeout_s=0.3)
+    usage = Usage()
+    assert client.complete_json(MESSAGES, usage=usage)[0] == {"a": 1}
+    assert (usage.requests, usage.retries) == (3, 2) and len(sleeps) == 2
 
 
 def test_retry_after_from_the_server_is_honoured_up_to_the_cap(fake):

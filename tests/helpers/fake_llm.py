@@ -9,13 +9,16 @@ Steps:
 - `Raw(status, body, content_type, headers)`: exactly these bytes (a proxy's HTML page under a 200, a
   429 with Retry-After, ...);
 - `Echo(status)`: an error whose body echoes every request header, as some proxies and debug servers
-  do (this is how an API key ends up in an error message).
+  do (this is how an API key ends up in an error message);
+- `Stall(seconds)`: no answer for that long (a timeout); `Drop()`: the connection closed unanswered.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -31,6 +34,18 @@ class Raw:
 @dataclass
 class Echo:
     status: int = 400
+
+
+@dataclass
+class Stall:
+    """Answer nothing for `seconds` (longer than the client's timeout), then close."""
+
+    seconds: float
+
+
+@dataclass
+class Drop:
+    """Close the connection without a response."""
 
 
 def verdict_tokens(hallucinated: bool, p_true: float, probability: float = 0.5) -> tuple[str, list[dict]]:
@@ -82,6 +97,14 @@ class FakeLLM:
                     step = outer.script.pop(0) if outer.script else outer.default
                 if isinstance(step, int):
                     return self.send(step, json.dumps({"error": {"message": f"status {step}"}}).encode())
+                if isinstance(step, Stall):
+                    time.sleep(step.seconds)
+                    self.close_connection = True
+                    return None
+                if isinstance(step, Drop):
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return None
                 if isinstance(step, Raw):
                     return self.send(step.status, step.body.encode(), step.content_type, step.headers)
                 if isinstance(step, Echo):
