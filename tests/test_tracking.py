@@ -38,12 +38,26 @@ def runs(tmp_path_factory, root):
     return {"suite": suite, "first": first, "with_policy": make_run(folder / "with-policy", suite, policy=policy)}
 
 
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory) -> Path:
+    """An empty MLflow SQLite store, made once: MLflow's schema migrations take seconds per new file."""
+    path = tmp_path_factory.mktemp("store") / "empty.db"
+    here = os.getcwd()
+    os.chdir(path.parent)  # MLflow places the default experiment's artifacts under the current directory
+    try:
+        mlflow.MlflowClient(f"sqlite:///{path}").search_experiments(max_results=1)
+    finally:
+        os.chdir(here)
+    return path
+
+
 @pytest.fixture
-def sqlite_uri(tmp_path, monkeypatch):
+def sqlite_uri(tmp_path, monkeypatch, empty_store):
     """A fresh SQLite store; the working directory is the temp dir, where MLflow puts its artifacts."""
     monkeypatch.chdir(tmp_path)
     for var in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"):
         monkeypatch.delenv(var, raising=False)
+    shutil.copyfile(empty_store, tmp_path / "store.db")
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # what mlflow.search_runs reads back from
     return uri
@@ -246,7 +260,16 @@ def test_log_refuses_an_unfinished_run(tmp_path, sqlite_uri, runs):
     out = cli.invoke(app, ["log", str(broken), "--mlflow", sqlite_uri])
     assert out.exit_code == 2
     assert "metrics.json: not found" in flat(out.stderr) and f"verifybench run --resume {broken}" in flat(out.stderr)
-    assert not (tmp_path / "store.db").exists() or read_runs().empty
+    assert mlflow.search_runs(search_all_experiments=True).empty
+
+
+def test_log_names_a_damaged_metrics_file(tmp_path, sqlite_uri, runs):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(runs["first"], damaged)
+    (damaged / "metrics.json").write_bytes((runs["first"] / "metrics.json").read_bytes()[:300])
+    out = cli.invoke(app, ["log", str(damaged), "--mlflow", sqlite_uri])
+    assert out.exit_code == 2 and f"{damaged / 'metrics.json'}: not valid JSON" in flat(out.stderr)
+    assert "Traceback" not in out.output
 
 
 def test_run_refuses_bad_tracking_uris_before_running(runs, tmp_path, monkeypatch):

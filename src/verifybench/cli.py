@@ -273,7 +273,8 @@ def log_runs(
             console.print(api.log_to_mlflow(run_dir, mlflow or None, experiment).summary(), highlight=False,
                           markup=False, soft_wrap=True)
         except VerifybenchError as e:
-            err.print(f"[bold red]error:[/] {escape(f'{run_dir}: {e}')}", highlight=False, markup=True, soft_wrap=True)
+            msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"
+            err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
             failed += 1
     if failed:
         raise typer.Exit(2)
