@@ -244,6 +244,20 @@ def test_run_with_bare_mlflow_flag_logs_to_the_environments_store(runs, sqlite_u
     assert_matches_run_dir(df.iloc[0], tmp_path / "r")
 
 
+def test_a_failure_to_log_after_the_run_keeps_the_run_and_says_how_to_retry(runs, sqlite_uri, tmp_path, monkeypatch):
+    client = mlflow.MlflowClient(sqlite_uri)
+    client.delete_experiment(client.create_experiment("gone"))
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "gone")  # the store answers, but this experiment is deleted
+    out = cli.invoke(app, ["run", str(runs["suite"]), "--out", str(tmp_path / "r"), "-q", "--limit", "60", "--mlflow"])
+    assert out.exit_code == 2
+    assert out.stdout.strip().splitlines()[-1] == str(tmp_path / "r" / "report.html")
+    assert (tmp_path / "r" / "metrics.json").exists()
+    err = flat(out.stderr)
+    assert "experiment 'gone' is deleted; restore it" in err and f"verifybench log {tmp_path / 'r'}" in err
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "kept")
+    assert cli.invoke(app, ["log", str(tmp_path / "r")]).exit_code == 0 and len(read_runs("kept")) == 1
+
+
 def test_log_command_logs_each_directory_and_says_when_it_updates(runs, sqlite_uri):
     out = cli.invoke(app, ["log", str(runs["first"]), str(runs["with_policy"]), "--mlflow", sqlite_uri])
     assert out.exit_code == 0, out.output

@@ -69,8 +69,8 @@ def _track(run_dir: Path, uri: Optional[str]) -> None:
     try:
         err.print(api.log_to_mlflow(run_dir, uri).summary(), highlight=False, markup=False, soft_wrap=True)
     except VerifybenchError as e:
-        err.print(f"[bold red]error:[/] the run is complete in {run_dir}, but logging it to MLflow failed: "
-                  f"{escape(str(e))}\nlog it later with: verifybench log {run_dir} --mlflow URI",
+        err.print("[bold red]error:[/] " + escape(f"the run is complete in {run_dir}, but logging it to MLflow failed: "
+                                                  f"{e}\nlog it later with: verifybench log {run_dir} --mlflow URI"),
                   highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(2)
 
