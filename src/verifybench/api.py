@@ -248,6 +248,39 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     return result
 
 
+def log_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str | None = None):
+    """Log a finished run directory as one MLflow run; logging it again updates that MLflow run.
+
+    Args:
+        run_dir: a run directory with metrics.json.
+        tracking_uri: default MLFLOW_TRACKING_URI, else MLflow's default (sqlite:///mlflow.db here).
+        experiment: default MLFLOW_EXPERIMENT_NAME, else the suite's name.
+
+    Returns a `verifybench.tracking.Logged` (run id, experiment, whether it was new). Needs the
+    `mlflow` extra; see docs/tracking.md.
+    """
+    from verifybench import tracking
+
+    return tracking.log_run(run_dir, tracking_uri, experiment)
+
+
+def check_mlflow(tracking_uri: str | None = None) -> str:
+    """Before a long run: MLflow importable, the URI sane, the store answering; returns the URI used."""
+    from verifybench import tracking
+
+    return tracking.preflight(tracking_uri)
+
+
+def history(run_dirs: list[str | Path], metric: str = "auroc", slice_name: str = OVERALL,
+            out: str | Path | None = None) -> Path:
+    """Draw `metric` per verifier over run directories in time order, as one self-contained HTML page
+    (or a PNG when `out` ends in .png; default reports/history.html). Runs over different data are
+    never joined by one line."""
+    from verifybench.history import write_history
+
+    return write_history(run_dirs, metric, slice_name, out)
+
+
 def describe_suite(suite: str | Path | Suite, data_dir: str | Path | None = None, limit: int | None = None,
                    min_cases: int = 30) -> dict[str, Any]:
     """Read a suite's data without running a verifier: counts by doc type, label and split; which raw label
@@ -275,4 +308,5 @@ def components() -> dict[str, dict[str, str]]:
     return {"loaders": loaders, "verifiers": verifiers}
 
 
-__all__ = ["OVERALL", "compare", "components", "describe_suite", "finish", "resume", "run", "thresholds"]
+__all__ = ["OVERALL", "check_mlflow", "compare", "components", "describe_suite", "finish", "history", "log_to_mlflow",
+           "resume", "run", "thresholds"]

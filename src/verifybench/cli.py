@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperCommand
 
 from verifybench import api
 from verifybench.errors import VerifybenchError
@@ -42,7 +44,50 @@ def _pools(items: list[str] | None) -> dict[str, int]:
     return pools
 
 
-@app.command()
+class _BareMlflow(TyperCommand):
+    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one. Typer has no
+    option with an optional value, so a bare `--mlflow` (last, or before another option) is read as
+    `--mlflow=` before parsing."""
+
+    def parse_args(self, ctx, args):
+        out = list(args)
+        for i, a in enumerate(out):
+            if a == "--":
+                break
+            if a == "--mlflow" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+                out[i] = "--mlflow="
+        return super().parse_args(ctx, out)
+
+
+def _mlflow_ready(value: Optional[str]) -> Optional[str]:
+    """Before a run: MLflow installed, the URI sane, the store answering; the URI it resolves to."""
+    if value is None:
+        return None
+    try:
+        return api.check_mlflow(value or None)
+    except VerifybenchError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def _track(run_dir: Path, uri: Optional[str]) -> None:
+    """After a run: log it to MLflow (stderr, so the report path stays stdout's last line)."""
+    if uri is None:
+        return
+    try:
+        err.print(api.log_to_mlflow(run_dir, uri).summary(), highlight=False, markup=False, soft_wrap=True)
+    except VerifybenchError as e:
+        err.print("[bold red]error:[/] " + escape(f"the run is complete in {run_dir}, but logging it to MLflow failed: "
+                                                  f"{e}\nlog it later with: verifybench log {run_dir} --mlflow URI"),
+                  highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(2)
+
+
+MlflowOption = Annotated[Optional[str], typer.Option(
+    "--mlflow", callback=_mlflow_ready, metavar="[URI]",
+    help="log the run to MLflow; alone: MLFLOW_TRACKING_URI, else MLflow's default (sqlite:///mlflow.db)")]
+
+
+@app.command(cls=_BareMlflow)
 def run(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="run directory (default: reports/<suite>-<time>)")] = None,
@@ -54,6 +99,7 @@ def run(
     executor: Annotated[str, typer.Option("--executor", help="where batches are scored: local or ray")] = "local",
     address: Annotated[Optional[str], typer.Option("--address", help="(ray) a cluster's address, HOST:PORT or auto; default: a local Ray")] = None,
     ray_pool: Annotated[Optional[list[str]], typer.Option("--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
+    mlflow: MlflowOption = None,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
@@ -72,6 +118,7 @@ def run(
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
                   f"{result.load_errors} input records skipped", highlight=False, markup=False)
     print(result.run_dir / "report.html")
+    _track(result.run_dir, mlflow)
 
 
 @app.command()
@@ -251,6 +298,43 @@ def gate(
         err.print(f"[bold red]regression:[/] {c.name}: {c.message}", highlight=False)
     console.print("gate passed" if not result.failed else f"gate FAILED: {len(result.failed)} regression(s)")
     raise typer.Exit(result.exit_code)
+
+
+@app.command(name="log", cls=_BareMlflow)
+def log_runs(
+    run_dirs: Annotated[list[Path], typer.Argument(help="finished run directories")],
+    mlflow: Annotated[Optional[str], typer.Option(
+        "--mlflow", metavar="URI", help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
+    experiment: Annotated[Optional[str], typer.Option(
+        "--experiment", help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the suite's name)")] = None,
+) -> None:
+    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run."""
+    failed = 0
+    for run_dir in run_dirs:
+        try:
+            console.print(api.log_to_mlflow(run_dir, mlflow or None, experiment).summary(), highlight=False,
+                          markup=False, soft_wrap=True)
+        except VerifybenchError as e:
+            msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"
+            err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
+            failed += 1
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command()
+def history(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories (any order; drawn in time order)")],
+    metric: Annotated[str, typer.Option("--metric", help="auroc, auprc, test_f1, test_precision, test_recall, threshold, p95_ms, cost_per_1k, ...")] = "auroc",
+    slice_name: Annotated[str, typer.Option("--slice", help="a slice of the runs' metrics (default: all cases)")] = "all",
+    out: Annotated[Optional[Path], typer.Option("--out", help="an .html page or a .png (default: reports/history.html)")] = None,
+) -> None:
+    """Draw a metric per verifier over runs in time order, one self-contained page; runs over different
+    data are never joined by one line."""
+    try:
+        print(api.history(run_dirs, metric=metric, slice_name=slice_name, out=out))
+    except VerifybenchError as e:
+        _fail(e)
 
 
 @app.command(name="list")
