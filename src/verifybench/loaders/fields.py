@@ -19,9 +19,10 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import RecordError
@@ -72,6 +73,7 @@ class FieldSpec(BaseModel):
     meta: list[str] | None = Field(
         None, description="fields copied into Case.meta; default: all unmapped fields, a `meta` object flattened"
     )
+    _keys: tuple[set, set] | None = PrivateAttr(None)  # the label values' keys, computed on first use
 
     @model_validator(mode="after")
     def _polarity(self) -> FieldSpec:
@@ -90,6 +92,22 @@ class FieldSpec(BaseModel):
         if both:
             raise ValueError(f"label value(s) {sorted(map(str, both))} are listed as both hallucinated and faithful")
         return self
+
+    def label_of(self, value: Any) -> bool:
+        """The label a raw value means (see `parse_label`), with the value lists' keys computed once."""
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = (_key_set(self.hallucinated), _key_set(self.faithful))
+        v = label_key(value)
+        try:
+            if v in keys[0]:
+                return True
+            if v in keys[1]:
+                return False
+        except TypeError:  # an unhashable value (a list) is in neither
+            pass
+        raise ValueError(f"label value {value!r} is in neither hallucinated={self.hallucinated} "
+                         f"nor faithful={self.faithful}")
 
 
 def opposite_polarity(column: str) -> bool:
@@ -127,17 +145,26 @@ def label_key(value: Any) -> Any:
             raise MissingLabel("the label is missing (NaN)")
         return int(f) if f.is_integer() else f
     if isinstance(value, str):
-        s = value.strip().lower()
-        if s in ("true", "false"):
-            return int(s == "true")
-        if s in ("", "nan", "none", "null", "na", "n/a"):
-            raise MissingLabel(f"the label is missing ({value!r})")
-        try:
-            f = float(s)
-        except ValueError:
-            return s
-        return label_key(f) if math.isfinite(f) else s
+        return _str_key(value)
     return value
+
+
+@lru_cache(maxsize=4096)  # a label column holds few distinct strings; parsing one costs an exception
+def _str_key(value: str) -> Any:
+    s = value.strip().lower()
+    if s in ("true", "false"):
+        return int(s == "true")
+    if s in ("", "nan", "none", "null", "na", "n/a"):
+        raise MissingLabel(f"the label is missing ({value!r})")
+    try:
+        f = float(s)
+    except ValueError:
+        return s
+    return label_key(f) if math.isfinite(f) else s
+
+
+def _key_set(values: list[Any]) -> set:
+    return {k for k in map(label_key, values) if isinstance(k, (str, int, float))}
 
 
 def parse_label(value: Any, hallucinated: list[Any], faithful: list[Any]) -> bool:
@@ -299,7 +326,7 @@ def record_to_case(
             raise RecordError(loc, f"must be a string, got {type(response).__name__}", spec.response)
         raw_label = required(spec.label)
         try:
-            label = parse_label(raw_label, spec.hallucinated, spec.faithful)
+            label = spec.label_of(raw_label)
         except ValueError as e:
             raise RecordError(loc, str(e), spec.label) from None
         note_label(spec.label, raw_label, label)
