@@ -84,8 +84,10 @@ def test_record_numbers_and_bracketed_values_survive_the_terminal(tmp_path):
     assert out.exit_code == 2, out.output
     assert "c.parquet[record 12]: field 'label': label value '[/oops]' is in neither" in out.output.replace("\n", "")
     assert "Traceback" not in out.output and "MarkupError" not in out.output
-    out = runner.invoke(app, ["describe", str(tmp_path / "t.yaml")])
-    assert out.exit_code == 2 and "[record 12]" in out.output and "[/oops]" in out.output
+    out = runner.invoke(app, ["describe", str(tmp_path / "t.yaml")])  # describe lists bad records, and goes on
+    assert out.exit_code == 0, out.output
+    assert "19 cases, 1 records skipped" in out.output and "[record 12]" in out.output and "[/oops]" in out.output
+    assert "stops at these (on_error: raise)" in out.output
 
 
 def test_no_cases_is_a_clear_failure(tmp_path):

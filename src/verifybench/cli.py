@@ -150,7 +150,10 @@ def describe(
     console.print(Text.assemble((counts["suite"], "bold"),
                                 f": {counts['total']} cases, {counts['skipped_records']} records skipped"))
     for example in counts.get("skipped_examples", []):
-        console.print(Text(f"  skipped: {example}"), soft_wrap=True)
+        console.print(Text(f"  bad record: {example}"), soft_wrap=True)
+    if counts["skipped_records"] and counts.get("on_error") == "raise":
+        console.print(Text("  `verifybench run` stops at these (on_error: raise); set on_error: skip in the suite's "
+                           "dataset block to skip them"), soft_wrap=True)
     for key in ("by_doc_type", "by_label", "by_split"):
         table = Table(key.removeprefix("by_").replace("_", " "), "cases")
         for name, n in sorted(counts[key].items(), key=lambda kv: str(kv[0])):

@@ -88,13 +88,16 @@ def describe(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
     errors: list[RecordError] = []
     rows: list[dict[str, Any]] = []
     log = LabelLog()
+    # Every record is looked at, bad ones counted and shown, whatever `on_error` a run would apply.
+    lenient = suite.dataset.model_copy(update={"on_error": "skip"})
     with recording_labels(log):
-        for case in iter_cases(suite.dataset, errors):
+        for case in iter_cases(lenient, errors):
             rows.append({"id": case.id, "dataset": case.dataset, "doc_type": case.doc_type, "split": case.split,
                          "label": case.label, "meta": case.meta})
     counts = count_cases_rows(rows)
     counts["skipped_records"] = len(errors)
     counts["skipped_examples"] = [str(e) for e in errors[:5]]
+    counts["on_error"] = suite.dataset.on_error
     counts["suite"] = suite.name
     counts["loader"] = suite.dataset.loader
     counts["label_values"] = log.rows()
