@@ -174,7 +174,7 @@ def test_jsonl_streams_without_holding_the_file(tmp_path):
     assert peak < 5_000_000, f"reading 100 cases peaked at {peak} bytes: the loader is not streaming"
 
 
-def test_parse_label_is_type_strict():
+def test_parse_label_compares_by_meaning():
     assert parse_label(" Yes ", ["yes"], ["no"]) is True
     assert parse_label(0, [1], [0]) is False
     with pytest.raises(ValueError):
