@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperCommand
 
 from verifybench import api
@@ -23,8 +24,14 @@ DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="where ${VER
 
 
 def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    # The message is shown as it is: it quotes user data ("[record 12]", a label value "[/oops]") that
+    # rich would otherwise read as markup, and drop or choke on.
+    err.print(Text.assemble(("error:", "bold red"), " ", str(e)), highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _note(message: str) -> None:
+    err.print(Text.assemble(("note:", "bold yellow"), " ", message), highlight=False, soft_wrap=True)
 
 
 def _pools(items: list[str] | None) -> dict[str, int]:
@@ -106,8 +113,10 @@ def run(
                              progress=not quiet, policy=policy, **where)
     except VerifybenchError as e:
         _fail(e)
+    for note in result.notes:
+        _note(note)
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
-                  f"{result.load_errors} input records skipped", highlight=False)
+                  f"{result.load_errors} input records skipped", highlight=False, markup=False)
     print(result.run_dir / "report.html")
     _track(result.run_dir, mlflow)
 
@@ -126,22 +135,58 @@ def describe(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1)] = None,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs (as `gate --min-cases`)")] = 30,
     data_dir: DataDir = None,
 ) -> None:
-    """Count a suite's cases by doc type, label and split, without running any verifier."""
+    """Count a suite's cases by doc type, label and split; show which raw label values became which label,
+    and per slice how many labeled cases a threshold and a gate need. No verifier runs."""
     try:
-        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit)
+        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit, min_cases=min_cases)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
         print(json.dumps(counts))
         return
-    console.print(f"[bold]{counts['suite']}[/]: {counts['total']} cases, {counts['skipped_records']} records skipped")
+    console.print(Text.assemble((counts["suite"], "bold"),
+                                f": {counts['total']} cases, {counts['skipped_records']} records skipped"))
+    for example in counts.get("skipped_examples", []):
+        console.print(Text(f"  bad record: {example}"), soft_wrap=True)
+    if counts["skipped_records"] and counts.get("on_error") == "raise":
+        console.print(Text("  `verifybench run` stops at these (on_error: raise); set on_error: skip in the suite's "
+                           "dataset block to skip them"), soft_wrap=True)
     for key in ("by_doc_type", "by_label", "by_split"):
         table = Table(key.removeprefix("by_").replace("_", " "), "cases")
-        for name, n in sorted(counts[key].items()):
-            table.add_row(str(name), str(n))
+        for name, n in sorted(counts[key].items(), key=lambda kv: str(kv[0])):
+            table.add_row(Text(str(name)), str(n))
         console.print(table)
+    if counts.get("label_values"):
+        table = Table("label field", "raw value", "read as", "cases", title="labels as read")
+        for row in counts["label_values"]:
+            table.add_row(Text(row["field"]), Text(row["value"]), row["label"], str(row["cases"]))
+        console.print(table)
+    else:
+        console.print(Text(f"labels: set by the {counts.get('loader', 'dataset')} loader from its own fields"))
+    _print_needs(counts.get("slices") or {})
+
+
+def _print_needs(sl: dict) -> None:
+    if not sl.get("rows"):
+        return
+    table = Table(sl["by"], "labeled h / f", "calib. h / f", "test h / f", "threshold", "gate",
+                  title=f"labeled cases per slice (split: {sl['split']})",
+                  caption=f"h / f: hallucinated / faithful. threshold: {sl['min_per_class']} of each class on the "
+                          f"calibration split; gate: {sl['min_cases']} test cases; +N: labeled cases to add")
+    for key, r in sl["rows"].items():
+        more_t, more_g = r["more_for_threshold"], r["more_for_gate"]
+        threshold = "yes" if r["threshold"] else ", ".join(f"+{n} {cls[0]}" for cls, n in more_t.items() if n)
+        gate = "yes" if r["gate"] else f"+{more_g}"
+        table.add_row(Text(key), f"{r['hallucinated']} / {r['faithful']}",
+                      f"{r['calibration']['hallucinated']} / {r['calibration']['faithful']}",
+                      f"{r['test']['hallucinated']} / {r['test']['faithful']}", Text(threshold, no_wrap=True), Text(gate))
+    console.print(table)
+    if not sl["split"].startswith("from"):
+        console.print(Text("Cases to add are counted in all: the seeded split sends part of them to the test side."),
+                      highlight=False)
 
 
 def _with_ci(point: dict, key: str) -> str:
@@ -302,7 +347,7 @@ def list_components() -> None:
     for kind in ("loaders", "verifiers"):
         table = Table(kind, "description", show_lines=False)
         for name, desc in comps[kind].items():
-            table.add_row(name, desc)
+            table.add_row(Text(name), Text(desc))  # a plugin's text is not markup
         console.print(table)
 
 
