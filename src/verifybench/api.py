@@ -10,13 +10,14 @@ from verifybench import report as report_mod
 from verifybench.compare import compare_pair, pairs
 from verifybench.errors import VerifybenchError
 from verifybench.executors import Executor, make_executor
-from verifybench.loaders import LOADERS, describe_loader
+from verifybench.loaders import available_loaders, describe_loader, get_loader
 from verifybench.metrics import Settings, compute_metrics, evaluate, frame
 from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.summary import OVERALL
 from verifybench.policy import load_policy, policy_from_metrics, save_policy
 from verifybench.rundir import (
-    METRICS, MANIFEST, read_case_index, read_errors, read_json, read_verdicts, write_json,
+    COMPLETE, METRICS, MANIFEST, REPORT, SCORED, hold, read_case_index, read_errors, read_json, read_verdicts,
+    write_json,
 )
 from verifybench.runcheck import require_complete, require_one_verdict_each
 from verifybench.metrics.summary import shortcuts
@@ -55,10 +56,12 @@ def run(suite: str | Path | Suite = DEFAULT_SUITE, out: str | Path | None = None
     if not isinstance(suite, Suite):
         suite = load_suite(suite, data_dir=data_dir, limit=limit)
     run_dir = Path(out) if out else default_run_dir(suite)
-    result = Runner(suite, run_dir, progress=progress, executor=executor).run()
-    if policy is not None:
-        shutil.copyfile(policy, run_dir / POLICY)
-    finish(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with hold(run_dir):  # one writer from the first verdict to the report
+        result = Runner(suite, run_dir, progress=progress, executor=executor).run()
+        if policy is not None:
+            shutil.copyfile(policy, run_dir / POLICY)
+        finish(run_dir)
     return result
 
 
@@ -69,8 +72,10 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, progress: bo
     executor (a run started on Ray can be finished locally, and the other way round)."""
     run_dir = Path(run_dir)
     executor = _executor(executor, address, pools)
-    result = Runner(resume_suite(run_dir, data_dir), run_dir, resume=True, progress=progress, executor=executor).run()
-    finish(run_dir)
+    suite = resume_suite(run_dir, data_dir)
+    with hold(run_dir):
+        result = Runner(suite, run_dir, resume=True, progress=progress, executor=executor).run()
+        finish(run_dir, data_dir)
     return result
 
 
@@ -104,16 +109,29 @@ def finish(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     """(Re)compute metrics.json and render report.html from stored results; no verifier runs.
 
     The dataset is read once more, for the shortcut check's surface cues (cached in the run) and the
-    sources of the cases the report shows; if it cannot be read, the report says so and goes on.
+    sources of the cases the report shows; if it cannot be read, the report says so and goes on. Holds
+    the run directory's lock (refused while a run writes it). A run whose every verdict is written
+    ("scored") becomes "complete" once metrics.json and report.html exist; a failed or interrupted run
+    keeps its status (its report shows what was computed).
     """
     run_dir = Path(run_dir)
+    read_json(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
+    with hold(run_dir):
+        path = _finish(run_dir, data_dir)
+        manifest = read_json(run_dir / MANIFEST)
+        if manifest.get("status") == SCORED and (run_dir / METRICS).exists() and (run_dir / REPORT).exists():
+            write_json(run_dir / MANIFEST, {**manifest, "status": COMPLETE})
+    return path
+
+
+def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     manifest, metrics, cases, verdicts = metrics_for(run_dir)
     worst = {vid: report_mod.worst_cases(cases, verdicts, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
     notes = []
     try:
         cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
-                                     run_dir)
+                                     run_dir, case_ids=[c["id"] for c in cases])
     except VerifybenchError as e:
         cues, sources = None, {}
         notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
@@ -297,19 +315,65 @@ def _write_text(path: str | Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def describe_suite(suite: str | Path, data_dir: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
-    return describe(load_suite(suite, data_dir=data_dir, limit=limit))
+def log_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str | None = None):
+    """Log a finished run directory as one MLflow run; logging it again updates that MLflow run.
+
+    Args:
+        run_dir: a run directory with metrics.json.
+        tracking_uri: default MLFLOW_TRACKING_URI, else MLflow's default (sqlite:///mlflow.db here).
+        experiment: default MLFLOW_EXPERIMENT_NAME, else the suite's name.
+
+    Returns a `verifybench.tracking.Logged` (run id, experiment, whether it was new). Needs the
+    `mlflow` extra; see docs/tracking.md.
+    """
+    from verifybench import tracking
+
+    return tracking.log_run(run_dir, tracking_uri, experiment)
+
+
+def check_mlflow(tracking_uri: str | None = None) -> str:
+    """Before a long run: MLflow importable, the URI sane, the store answering; returns the URI used."""
+    from verifybench import tracking
+
+    return tracking.preflight(tracking_uri)
+
+
+def history(run_dirs: list[str | Path], metric: str = "auroc", slice_name: str = OVERALL,
+            out: str | Path | None = None) -> Path:
+    """Draw `metric` per verifier over run directories in time order, as one self-contained HTML page
+    (or a PNG when `out` ends in .png; default reports/history.html). Runs over different data are
+    never joined by one line."""
+    from verifybench.history import write_history
+
+    return write_history(run_dirs, metric, slice_name, out)
+
+
+def describe_suite(suite: str | Path | Suite, data_dir: str | Path | None = None, limit: int | None = None,
+                   min_cases: int = 30) -> dict[str, Any]:
+    """Read a suite's data without running a verifier: counts by doc type, label and split; which raw label
+    values became which label; per slice, labeled cases of each class and how many more a threshold and
+    a gate need (see `runner.describe`)."""
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite, data_dir=data_dir, limit=limit)
+    return describe(suite, min_cases=min_cases)
 
 
 def components() -> dict[str, dict[str, str]]:
-    """Every loader and verifier with its one-line description."""
+    """Every loader and verifier (built-in and from entry points) with its one-line description."""
     verifiers = {}
     for name in sorted(available()):
         try:
             verifiers[name] = get_verifier_class(name).description
         except Exception as e:  # noqa: BLE001 - a broken plugin must not hide the others
             verifiers[name] = f"(cannot be loaded: {type(e).__name__}: {e})"
-    return {"loaders": {n: describe_loader(f) for n, f in sorted(LOADERS.items())}, "verifiers": verifiers}
+    loaders = {}
+    for name in sorted(available_loaders()):
+        try:
+            loaders[name] = describe_loader(get_loader(name))
+        except Exception as e:  # noqa: BLE001
+            loaders[name] = f"(cannot be loaded: {type(e).__name__}: {e})"
+    return {"loaders": loaders, "verifiers": verifiers}
 
 
-__all__ = ["OVERALL", "compare", "components", "describe_suite", "finish", "resume", "run", "thresholds"]
+__all__ = ["OVERALL", "check_mlflow", "compare", "components", "describe_suite", "finish", "history", "log_to_mlflow",
+           "resume", "run", "thresholds"]

@@ -8,7 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperCommand
 
 from verifybench import api
 from verifybench.errors import VerifybenchError
@@ -21,8 +24,14 @@ DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="where ${VER
 
 
 def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    # The message is shown as it is: it quotes user data ("[record 12]", a label value "[/oops]") that
+    # rich would otherwise read as markup, and drop or choke on.
+    err.print(Text.assemble(("error:", "bold red"), " ", str(e)), highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _note(message: str) -> None:
+    err.print(Text.assemble(("note:", "bold yellow"), " ", message), highlight=False, soft_wrap=True)
 
 
 def _pools(items: list[str] | None) -> dict[str, int]:
@@ -35,7 +44,50 @@ def _pools(items: list[str] | None) -> dict[str, int]:
     return pools
 
 
-@app.command()
+class _BareMlflow(TyperCommand):
+    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one. Typer has no
+    option with an optional value, so a bare `--mlflow` (last, or before another option) is read as
+    `--mlflow=` before parsing."""
+
+    def parse_args(self, ctx, args):
+        out = list(args)
+        for i, a in enumerate(out):
+            if a == "--":
+                break
+            if a == "--mlflow" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+                out[i] = "--mlflow="
+        return super().parse_args(ctx, out)
+
+
+def _mlflow_ready(value: Optional[str]) -> Optional[str]:
+    """Before a run: MLflow installed, the URI sane, the store answering; the URI it resolves to."""
+    if value is None:
+        return None
+    try:
+        return api.check_mlflow(value or None)
+    except VerifybenchError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def _track(run_dir: Path, uri: Optional[str]) -> None:
+    """After a run: log it to MLflow (stderr, so the report path stays stdout's last line)."""
+    if uri is None:
+        return
+    try:
+        err.print(api.log_to_mlflow(run_dir, uri).summary(), highlight=False, markup=False, soft_wrap=True)
+    except VerifybenchError as e:
+        err.print("[bold red]error:[/] " + escape(f"the run is complete in {run_dir}, but logging it to MLflow failed: "
+                                                  f"{e}\nlog it later with: verifybench log {run_dir} --mlflow URI"),
+                  highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(2)
+
+
+MlflowOption = Annotated[Optional[str], typer.Option(
+    "--mlflow", callback=_mlflow_ready, metavar="[URI]",
+    help="log the run to MLflow; alone: MLFLOW_TRACKING_URI, else MLflow's default (sqlite:///mlflow.db)")]
+
+
+@app.command(cls=_BareMlflow)
 def run(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="run directory (default: reports/<suite>-<time>)")] = None,
@@ -47,6 +99,7 @@ def run(
     executor: Annotated[str, typer.Option("--executor", help="where batches are scored: local or ray")] = "local",
     address: Annotated[Optional[str], typer.Option("--address", help="(ray) a cluster's address, HOST:PORT or auto; default: a local Ray")] = None,
     ray_pool: Annotated[Optional[list[str]], typer.Option("--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
+    mlflow: MlflowOption = None,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
@@ -60,9 +113,12 @@ def run(
                              progress=not quiet, policy=policy, **where)
     except VerifybenchError as e:
         _fail(e)
+    for note in result.notes:
+        _note(note)
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
-                  f"{result.load_errors} input records skipped", highlight=False)
+                  f"{result.load_errors} input records skipped", highlight=False, markup=False)
     print(result.run_dir / "report.html")
+    _track(result.run_dir, mlflow)
 
 
 @app.command()
@@ -79,22 +135,58 @@ def describe(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1)] = None,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs (as `gate --min-cases`)")] = 30,
     data_dir: DataDir = None,
 ) -> None:
-    """Count a suite's cases by doc type, label and split, without running any verifier."""
+    """Count a suite's cases by doc type, label and split; show which raw label values became which label,
+    and per slice how many labeled cases a threshold and a gate need. No verifier runs."""
     try:
-        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit)
+        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit, min_cases=min_cases)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
         print(json.dumps(counts))
         return
-    console.print(f"[bold]{counts['suite']}[/]: {counts['total']} cases, {counts['skipped_records']} records skipped")
+    console.print(Text.assemble((counts["suite"], "bold"),
+                                f": {counts['total']} cases, {counts['skipped_records']} records skipped"))
+    for example in counts.get("skipped_examples", []):
+        console.print(Text(f"  bad record: {example}"), soft_wrap=True)
+    if counts["skipped_records"] and counts.get("on_error") == "raise":
+        console.print(Text("  `verifybench run` stops at these (on_error: raise); set on_error: skip in the suite's "
+                           "dataset block to skip them"), soft_wrap=True)
     for key in ("by_doc_type", "by_label", "by_split"):
         table = Table(key.removeprefix("by_").replace("_", " "), "cases")
-        for name, n in sorted(counts[key].items()):
-            table.add_row(str(name), str(n))
+        for name, n in sorted(counts[key].items(), key=lambda kv: str(kv[0])):
+            table.add_row(Text(str(name)), str(n))
         console.print(table)
+    if counts.get("label_values"):
+        table = Table("label field", "raw value", "read as", "cases", title="labels as read")
+        for row in counts["label_values"]:
+            table.add_row(Text(row["field"]), Text(row["value"]), row["label"], str(row["cases"]))
+        console.print(table)
+    else:
+        console.print(Text(f"labels: set by the {counts.get('loader', 'dataset')} loader from its own fields"))
+    _print_needs(counts.get("slices") or {})
+
+
+def _print_needs(sl: dict) -> None:
+    if not sl.get("rows"):
+        return
+    table = Table(sl["by"], "labeled h / f", "calib. h / f", "test h / f", "threshold", "gate",
+                  title=f"labeled cases per slice (split: {sl['split']})",
+                  caption=f"h / f: hallucinated / faithful. threshold: {sl['min_per_class']} of each class on the "
+                          f"calibration split; gate: {sl['min_cases']} test cases; +N: labeled cases to add")
+    for key, r in sl["rows"].items():
+        more_t, more_g = r["more_for_threshold"], r["more_for_gate"]
+        threshold = "yes" if r["threshold"] else ", ".join(f"+{n} {cls[0]}" for cls, n in more_t.items() if n)
+        gate = "yes" if r["gate"] else f"+{more_g}"
+        table.add_row(Text(key), f"{r['hallucinated']} / {r['faithful']}",
+                      f"{r['calibration']['hallucinated']} / {r['calibration']['faithful']}",
+                      f"{r['test']['hallucinated']} / {r['test']['faithful']}", Text(threshold, no_wrap=True), Text(gate))
+    console.print(table)
+    if not sl["split"].startswith("from"):
+        console.print(Text("Cases to add are counted in all: the seeded split sends part of them to the test side."),
+                      highlight=False)
 
 
 def _with_ci(point: dict, key: str) -> str:
@@ -256,6 +348,43 @@ def gate(
     raise typer.Exit(result.exit_code)
 
 
+@app.command(name="log", cls=_BareMlflow)
+def log_runs(
+    run_dirs: Annotated[list[Path], typer.Argument(help="finished run directories")],
+    mlflow: Annotated[Optional[str], typer.Option(
+        "--mlflow", metavar="URI", help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
+    experiment: Annotated[Optional[str], typer.Option(
+        "--experiment", help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the suite's name)")] = None,
+) -> None:
+    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run."""
+    failed = 0
+    for run_dir in run_dirs:
+        try:
+            console.print(api.log_to_mlflow(run_dir, mlflow or None, experiment).summary(), highlight=False,
+                          markup=False, soft_wrap=True)
+        except VerifybenchError as e:
+            msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"
+            err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
+            failed += 1
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command()
+def history(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories (any order; drawn in time order)")],
+    metric: Annotated[str, typer.Option("--metric", help="auroc, auprc, test_f1, test_precision, test_recall, threshold, p95_ms, cost_per_1k, ...")] = "auroc",
+    slice_name: Annotated[str, typer.Option("--slice", help="a slice of the runs' metrics (default: all cases)")] = "all",
+    out: Annotated[Optional[Path], typer.Option("--out", help="an .html page or a .png (default: reports/history.html)")] = None,
+) -> None:
+    """Draw a metric per verifier over runs in time order, one self-contained page; runs over different
+    data are never joined by one line."""
+    try:
+        print(api.history(run_dirs, metric=metric, slice_name=slice_name, out=out))
+    except VerifybenchError as e:
+        _fail(e)
+
+
 @app.command(name="list")
 def list_components() -> None:
     """List the loaders and verifiers this installation has."""
@@ -263,7 +392,7 @@ def list_components() -> None:
     for kind in ("loaders", "verifiers"):
         table = Table(kind, "description", show_lines=False)
         for name, desc in comps[kind].items():
-            table.add_row(name, desc)
+            table.add_row(Text(name), Text(desc))  # a plugin's text is not markup
         console.print(table)
 
 

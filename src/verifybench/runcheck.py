@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from verifybench.rundir import MANIFEST, RESULTS, RunDirError
+from verifybench.rundir import COMPLETE, MANIFEST, RESULTS, SCORED, RunDirError
 
 EXAMPLES = 3
 
@@ -46,7 +46,7 @@ def require_complete(run_dir: Path, manifest: dict[str, Any], cases: list[dict],
     complete, or a verifier without a verdict for some case (an error verdict counts as a verdict)."""
     run_dir = Path(run_dir)
     status = manifest.get("status")
-    if status != "complete":
+    if status not in (SCORED, COMPLETE):  # scored: every verdict written, the report not (yet) rendered
         why = f" ({manifest['error']})" if manifest.get("error") else ""
         raise RunDirError(f"{run_dir / MANIFEST}: the run is {status}{why}; {what} needs a finished run: "
                           f"finish it with `verifybench run --resume {run_dir}`, or start a new one")
