@@ -19,6 +19,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import time
@@ -31,18 +32,23 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from verifybench.cases import Case
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.loaders.fields import LabelLog, recording_labels
+from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
 from verifybench.rundir import (
     CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, case_index_row, hold,
-    iter_jsonl, read_json, repair_tail, write_json, write_jsonl,
+    iter_jsonl, read_json, repair_tail, write_json,
 )
 from verifybench.suite import Suite, parse_suite
+from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
 
 PACKAGES = (
@@ -429,12 +435,15 @@ class _Progress:
             self.progress.stop()
 
 
-def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> dict[str, dict] | None:
-    """The cached surface cues, or None when the cache cannot be trusted: missing, a line cut short or
-    unreadable (a killed writer, a truncated copy), or short of a case the run has."""
+def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> pd.DataFrame | None:
+    """The cached surface cues as a cue table (`id` and a column per cue, see `metrics.summary.cue_table`),
+    or None when the cache cannot be trusted: missing, a line cut short or unreadable (a killed writer,
+    a truncated copy), or short of a case the run has."""
     if not path.exists():
         return None
-    cues: dict[str, dict] = {}
+    ids: list[str] = []
+    values: dict[str, list[float | None]] = {c: [] for c in CUE_NAMES}
+    loads = json.loads
     with open(path, "rb") as f:
         for raw in f:
             if not raw.endswith(b"\n"):
@@ -442,41 +451,75 @@ def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> dict[str, di
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw)
-                cues[row["id"]] = row["cues"]
-            except (ValueError, KeyError, TypeError):
+                row = loads(raw)
+                cues = row["cues"]
+                ids.append(row["id"])
+                for c, col in values.items():
+                    col.append(cues.get(c))
+            except (ValueError, KeyError, TypeError, AttributeError):
                 return None
-    if want_ids is not None and any(i not in cues for i in want_ids):
-        return None
-    return cues
+    table = _cue_table(ids, values)
+    if want_ids is not None:
+        want = want_ids if isinstance(want_ids, pd.Series) else pd.Series(list(want_ids), dtype="str")
+        if len(want) and (positions(want, table["id"]) < 0).any():
+            return None
+    return table
+
+
+def _cue_table(ids: list[str], values: dict[str, list]) -> pd.DataFrame:
+    # A case listed twice keeps its last cues, as a dict keyed by id would.
+    t = pd.DataFrame({"id": pd.Series(ids, dtype="str"),
+                      **{c: np.array([np.nan if x is None else x for x in v], dtype=float) for c, v in values.items()}})
+    dup = t["id"].duplicated(keep="last")
+    return t[~dup.to_numpy()].reset_index(drop=True) if dup.any() else t
 
 
 def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None,
-                 case_ids: Iterable[str] | None = None) -> tuple[dict, dict]:
+                 case_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, dict]:
     """One pass over a run's data after the run: the surface cues of every case (for the shortcut check;
     cached in the run directory as cues.jsonl) and the source texts of the cases the report shows.
 
     A cache that is truncated, unreadable or misses any of `case_ids` is rebuilt, not trusted. Done here
     rather than in the runner's loop because tokenising a long source costs more than a cheap verifier's
-    whole check.
+    whole check. The cues come back as a cue table (no dict per case); with the cache good, the pass
+    stops as soon as every wanted source is found.
     """
     cache = run_dir / CUES if run_dir else None
-    cues = (read_cues(cache, case_ids) if cache else None) or {}
-    need_cues = not cues
-    if need_cues:
-        cues = {}
+    cues = read_cues(cache, case_ids) if cache else None
+    need_cues = cues is None or not len(cues)
     sources: dict[str, list[dict]] = {}
     if not need_cues and not want_sources:
         return cues, sources
+    ids: list[str] = []
+    values: dict[str, list] = {c: [] for c in CUE_NAMES}
     lenient = suite.dataset.model_copy(update={"on_error": "skip"})
-    for case in iter_cases(lenient, []):
-        if need_cues:
-            cues[case.id] = surface_cues(case.response, [s.text for s in case.sources])
-        if case.id in want_sources:
-            sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
-    if need_cues and cache:
-        write_jsonl(cache, ({"id": k, "cues": v} for k, v in cues.items()))
-    return cues, sources
+    out = JsonlAppender(cache.with_suffix(cache.suffix + ".tmp"), mode="w") if need_cues and cache else None
+    try:
+        batch = []
+        for case in iter_cases(lenient, []):
+            if need_cues:
+                c = surface_cues(case.response, [s.text for s in case.sources])
+                ids.append(case.id)
+                for k, col in values.items():
+                    col.append(c.get(k))
+                if out is not None:
+                    batch.append({"id": case.id, "cues": c})
+                    if len(batch) >= 4096:
+                        out.write(batch)
+                        batch = []
+            if case.id in want_sources:
+                sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
+                if not need_cues and len(sources) == len(want_sources):
+                    break
+        if out is not None:
+            out.write(batch)
+            out.close()
+            os.replace(cache.with_suffix(cache.suffix + ".tmp"), cache)
+            out = None
+    finally:
+        if out is not None:
+            out.close()
+    return (_cue_table(ids, values) if need_cues else cues), sources
 
 
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:
