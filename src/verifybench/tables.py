@@ -45,6 +45,104 @@ def slice_value(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
+class _Codes:
+    """Integer codes of a column with few distinct values (doc types, splits, slice names), added a
+    block at a time; the values themselves are kept once each."""
+
+    def __init__(self):
+        self.index: dict[Any, int] = {}
+        self.parts: list[np.ndarray] = []
+        self.pending: list[int] = []
+
+    def code(self, value: Any) -> int:
+        if value is None:
+            return -1
+        c = self.index.get(value)
+        if c is None:
+            c = self.index[value] = len(self.index)
+        return c
+
+    def add(self, value: Any) -> None:
+        self.pending.append(self.code(value))
+
+    def add_arrow(self, values: pa.Array) -> None:
+        self.pack()
+        enc = values.dictionary_encode()
+        remap = np.array([self.code(v) for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int32)
+        self.parts.append(remap[np.asarray(enc.indices.fill_null(-1), dtype=np.int64)])
+
+    def pack(self) -> None:
+        if self.pending:
+            self.parts.append(np.array(self.pending, dtype=np.int32))
+            self.pending = []
+
+    def categorical(self) -> pd.Categorical:
+        """A categorical with the categories sorted (as `sorted` orders them); None is NaN."""
+        self.pack()
+        codes = np.concatenate(self.parts) if self.parts else np.empty(0, np.int32)
+        self.parts = []
+        names = list(self.index)
+        order = sorted(range(len(names)), key=names.__getitem__)
+        remap = np.empty(len(names) + 1, np.int32)
+        remap[order] = np.arange(len(names), dtype=np.int32)
+        remap[len(names)] = -1
+        return pd.Categorical.from_codes(remap[codes], categories=pd.Index([names[i] for i in order], dtype=object))
+
+
+_MISSING = object()  # a case whose meta has no group: a group of its own
+
+
+class _Groups:
+    """Integer codes of `meta.group`: equal for equal values (as a dict keyed by the value sees them),
+    unique for each case without one. Blocks of ints or strings are coded by Arrow, without a Python
+    object per case; anything else (floats, None, lists, a mix of types) falls back to a dict."""
+
+    def __init__(self):
+        self.parts: list[tuple[str, Any]] = []  # ("arrow", array with nulls = missing) | ("python", values)
+
+    def add_arrow(self, values: pa.Array) -> None:
+        self.parts.append(("arrow", values))
+
+    def add_missing(self, n: int) -> None:
+        self.parts.append(("arrow", pa.nulls(n)))
+
+    def add_python(self, values: list) -> None:
+        present = [v for v in values if v is not _MISSING]
+        for t, kind in ((int, pa.int64()), (str, pa.string())):
+            if all(type(v) is t for v in present):
+                self.parts.append(("arrow", pa.array([None if v is _MISSING else v for v in values], kind)))
+                return
+        self.parts.append(("python", values))
+
+    def codes(self) -> np.ndarray:
+        kinds = {p.type for k, p in self.parts if k == "arrow" and not pa.types.is_null(p.type)}
+        if all(k == "arrow" for k, _ in self.parts) and len(kinds) <= 1:
+            kind = next(iter(kinds), pa.int64())
+            values = pa.chunked_array([p.cast(kind) for _, p in self.parts], kind).combine_chunks()
+            self.parts = []
+            enc = values.dictionary_encode()
+            codes = np.asarray(enc.indices.fill_null(-1), dtype=np.int64)
+            missing = codes < 0
+            codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
+            return codes
+        index: dict[Any, int] = {}  # the rare case: one dict over every value
+        out = []
+        for kind, p in self.parts:
+            for v in (p.to_pylist() if kind == "arrow" else p):
+                if v is None and kind == "arrow" or v is _MISSING:
+                    out.append(-1 - len(out))  # unique, negative: renumbered below
+                    continue
+                key = _group_key(v)
+                c = index.get(key)
+                if c is None:
+                    c = index[key] = len(index)
+                out.append(c)
+        codes = np.array(out, dtype=np.int64)
+        missing = codes < 0
+        codes[missing] = len(index) + np.arange(int(missing.sum()))
+        return codes
+
+
 def _group_key(value: Any) -> Any:
     try:
         hash(value)
@@ -53,104 +151,81 @@ def _group_key(value: Any) -> Any:
         return ("unhashable", repr(value))
 
 
-def sorted_categorical(values: pa.Array) -> pd.Categorical:
-    """An Arrow string array as a categorical with sorted categories (nulls: NaN)."""
-    enc = values.dictionary_encode()
-    names = enc.dictionary.to_pylist()
-    codes = np.asarray(enc.indices.fill_null(-1), dtype=np.int32)
-    order = sorted(range(len(names)), key=names.__getitem__)
-    remap = np.empty(len(names) + 1, np.int32)
-    remap[order] = np.arange(len(names), dtype=np.int32)
-    remap[len(names)] = -1
-    return pd.Categorical.from_codes(remap[codes], categories=pd.Index([names[i] for i in order], dtype=object))
-
-
 class CaseColumns:
     """Builds the case table from case-index rows: dicts one at a time (`add`), or a parsed block of
-    cases.jsonl as arrays (`add_arrays`)."""
+    cases.jsonl as Arrow arrays (`add_arrays`)."""
 
     def __init__(self, meta: Iterable[str] = ()):
         self.meta = tuple(dict.fromkeys(meta))
-        self.strings: dict[str, list[pa.Array]] = {k: [] for k in ("id", *CASE_FIELDS, *self.meta)}
+        self.ids: list[pa.Array] = []
+        self.codes = {k: _Codes() for k in (*CASE_FIELDS, *(f"meta.{k}" for k in self.meta))}
         self.labels: list[np.ndarray] = []
-        self.groups: list[np.ndarray] = []
+        self.groups = _Groups()
         self.offsets: list[np.ndarray] = []
-        self.group_codes: dict[Any, int] = {}
-        self._next_group = 0
         self.meta_keys: set[str] = set()
-        self.n = 0
-        self._rows: list[tuple] = []
-
-    def group_code(self, value: Any) -> int:
-        c = self.group_codes.get(value)
-        if c is None:
-            c = self.group_codes[value] = self._next_group
-            self._next_group += 1
-        return c
-
-    def fresh_group(self) -> int:
-        # A case without a group is a group of its own. (Its code is not registered under a name such
-        # as "#<n>": a million such keys would cost more than the case table.)
-        self._next_group += 1
-        return self._next_group - 1
-
-    def fresh_groups(self, n: int) -> int:
-        """The first of `n` new group codes in a row."""
-        self._next_group += n
-        return self._next_group - n
+        self._ids: list[str] = []
+        self._labels: list[bool] = []
+        self._groups: list[Any] = []
+        self._offsets: list[int] = []
 
     def add(self, row: dict[str, Any], offset: int | None = None) -> None:
         meta = row.get("meta") or {}
         self.meta_keys.update(meta)
-        group = self.group_code(_group_key(meta["group"])) if "group" in meta else self.fresh_group()
-        self._rows.append((row["id"], *(row.get(f) for f in CASE_FIELDS), bool(row["label"]), group,
-                           *(str(meta.get(k, "none")) for k in self.meta), offset))
-        if len(self._rows) >= _CHUNK:
+        self._ids.append(row["id"])
+        for f in CASE_FIELDS:
+            self.codes[f].add(row.get(f))
+        self._labels.append(bool(row["label"]))
+        self._groups.append(meta["group"] if "group" in meta else _MISSING)
+        for k in self.meta:
+            self.codes[f"meta.{k}"].add(str(meta.get(k, "none")))
+        if offset is not None:
+            self._offsets.append(offset)
+        if len(self._ids) >= _CHUNK:
             self._pack()
 
     def _pack(self) -> None:
-        if not self._rows:
+        if not self._ids:
             return
-        cols = list(zip(*self._rows))
-        self._rows = []
-        names = ("id", *CASE_FIELDS)
-        for k, values in zip(names, cols):
-            self.strings[k].append(pa.array(values, pa.string()))
-        self.labels.append(np.array(cols[len(names)], dtype=bool))
-        self.groups.append(np.array(cols[len(names) + 1], dtype=np.int64))
-        for k, values in zip(self.meta, cols[len(names) + 2:]):
-            self.strings[k].append(pa.array(values, pa.string()))
-        if cols[-1][0] is not None:
-            self.offsets.append(np.array(cols[-1], dtype=np.int64))
-        self.n += len(cols[0])
+        self.ids.append(pa.array(self._ids, pa.string()))
+        self.labels.append(np.array(self._labels, dtype=bool))
+        self.groups.add_python(self._groups)
+        if self._offsets:
+            self.offsets.append(np.array(self._offsets, dtype=np.int64))
+        for c in self.codes.values():
+            c.pack()
+        self._ids, self._labels, self._groups, self._offsets = [], [], [], []
 
-    def add_arrays(self, strings: dict[str, pa.Array], label: np.ndarray, group: np.ndarray,
+    def add_arrays(self, ids: pa.Array, fields: dict[str, pa.Array], label: np.ndarray, group: pa.Array | None,
                    offsets: np.ndarray, meta_keys: Iterable[str]) -> None:
+        """A parsed block: `fields` holds dataset, doc_type, split and `meta.<key>` (slice names) as
+        string arrays; `group` the block's groups (int64 or string, no nulls) or None (no case has one)."""
         self._pack()
-        for k, arr in strings.items():
-            self.strings[k].append(arr)
+        self.ids.append(ids)
+        for k, values in fields.items():
+            self.codes[k].add_arrow(values)
         self.labels.append(label)
-        self.groups.append(group)
+        if group is None:
+            self.groups.add_missing(len(label))
+        else:
+            self.groups.add_arrow(group)
         self.offsets.append(offsets)
         self.meta_keys.update(meta_keys)
-        self.n += len(label)
 
     def frame(self) -> pd.DataFrame:
         self._pack()
-
-        def joined(k):
-            return pa.chunked_array(self.strings[k], pa.string()).combine_chunks()
-
-        cols: dict[str, Any] = {"id": pd.Series(joined("id").to_pandas(), dtype="str")}
+        ids = pa.chunked_array(self.ids, pa.string()).combine_chunks() if self.ids else pa.array([], pa.string())
+        self.ids = []
+        cols: dict[str, Any] = {"id": pd.Series(ids.to_pandas(), dtype="str")}
+        del ids
         for f in CASE_FIELDS:
-            cols[f] = sorted_categorical(joined(f))
+            cols[f] = self.codes[f].categorical()
         cols["label"] = np.concatenate(self.labels) if self.labels else np.empty(0, bool)
-        cols["group"] = np.concatenate(self.groups) if self.groups else np.empty(0, np.int64)
+        cols["group"] = self.groups.codes()
         for k in self.meta:
-            cols[f"meta.{k}"] = sorted_categorical(joined(k))
+            cols[f"meta.{k}"] = self.codes[f"meta.{k}"].categorical()
         if self.offsets:
             cols["offset"] = np.concatenate(self.offsets)
-        df = pd.DataFrame(cols)
+        df = pd.DataFrame(cols, copy=False)
         df.attrs["meta_keys"] = sorted(self.meta_keys)
         return df
 
@@ -231,15 +306,21 @@ class VerdictColumns:
         self.n += n
 
     def frame(self) -> pd.DataFrame:
+        # Each column's parts are let go as soon as they are joined: at most one column is held twice.
         def strings(parts):
-            return pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())
+            joined = pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())
+            parts.clear()
+            return joined
 
         def floats(k):
-            return np.concatenate(self.floats[k]) if self.floats[k] else np.empty(0)
+            joined = np.concatenate(self.floats[k]) if self.floats[k] else np.empty(0)
+            self.floats[k].clear()
+            return joined
 
         flags = {}
         for k, parts in self.flags.items():
             f = np.concatenate(parts) if parts else np.empty(0, np.int8)
+            parts.clear()
             flags[k] = pd.arrays.BooleanArray(f == 1, f < 0)
         usage = np.full(self.n, None, dtype=object)
         for i, u in self.usage.items():
@@ -258,7 +339,8 @@ class VerdictColumns:
         }
         if self.offsets:
             cols["offset"] = np.concatenate(self.offsets)
-        return pd.DataFrame(cols)
+            self.offsets.clear()
+        return pd.DataFrame(cols, copy=False)
 
 
 def verdict_table(verdicts: Iterable[Verdict]) -> pd.DataFrame:

@@ -342,6 +342,10 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     return out
 
 
+_EVALUATED = ("score", "error", "ok", "label", "role", "slice", "latency_ms", "latency_kind", "cost_usd", "units",
+              "usage", "flipped", "injected_flip")
+
+
 def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[str, Any]:
     """Metrics for every verifier in `df` (one row per verifier x case), over all cases and per slice."""
     key = df["case_row"] if "case_row" in df else df["case_id"]
@@ -355,7 +359,11 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         "test_fraction": s.test_fraction, "seed": s.seed, "gate_min_cases": GATE_MIN_CASES,
         "verifiers": {},
     }
-    for vid, vdf in df.groupby("verifier", sort=False):
+    # Per verifier, only the columns the metrics read are copied (not the ids, offsets or doc types).
+    cols = [c for c in df.columns if c in _EVALUATED or c.startswith("bd:")]
+    codes, names = pd.factorize(df["verifier"])  # in order of first appearance
+    for code, vid in enumerate(names):
+        vdf = df.iloc[np.flatnonzero(codes == code), [df.columns.get_loc(c) for c in cols]]
         r = Rows.from_frame(vdf)
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
