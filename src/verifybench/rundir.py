@@ -239,12 +239,16 @@ def _nonblank(block: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 def _verdict_schema():
     import pyarrow as pa
 
-    # Only what the metrics read: units are counted, not parsed; detail gives two flags. Everything
-    # else on a line is skipped by the parser, and read back whole for the cases a report shows.
+    # What the metrics read, plus the fields of a unit (typed, so that a line `Verdict` would refuse is
+    # refused here too: units are counted, not kept); detail gives two flags. Everything else on a line
+    # is skipped by the parser, and read back whole for the cases a report shows.
+    unit = pa.struct([("text", pa.string()), ("score", pa.float64()), ("status", pa.string()),
+                      ("evidence", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+                      ("detail", pa.struct([]))])
     return pa.schema([
         ("case_id", pa.string()), ("verifier", pa.string()), ("score", pa.float64()), ("error", pa.string()),
         ("latency_ms", pa.float64()), ("latency_kind", pa.string()), ("cost_usd", pa.float64()),
-        ("units", pa.list_(pa.struct([]))),
+        ("units", pa.list_(unit)),
         ("detail", pa.struct([("flipped", pa.bool_()), ("injected_flip", pa.bool_())])),
     ])
 
@@ -289,6 +293,11 @@ def _verdict_block_fast(out: VerdictColumns, schema, offset: int, block: bytes) 
         return False
     if t.num_rows != int(keep.sum()) or t.column("case_id").null_count or t.column("verifier").null_count:
         return False
+    units = t.column("units")
+    if units.null_count < len(units):  # a unit without its text, or an item that is null, is not a Unit
+        items = pc.list_flatten(units)
+        if items.null_count or pc.struct_field(items, "text").null_count:
+            return False
     kinds = pc.unique(t.column("latency_kind")).drop_null().to_pylist()
     if any(k not in LATENCY_KINDS for k in kinds):
         return False
@@ -304,7 +313,7 @@ def _verdict_block_fast(out: VerdictColumns, schema, offset: int, block: bytes) 
                     return False
                 if u is not None:
                     usage[i] = u
-    units = pc.list_value_length(t.column("units")).to_numpy(zero_copy_only=False).astype(float)
+    units = pc.list_value_length(units).to_numpy(zero_copy_only=False).astype(float)
     units[units == 0] = np.nan  # no units and an empty list read alike: no per-unit figures
 
     def flag(k):
