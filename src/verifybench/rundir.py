@@ -73,7 +73,10 @@ def case_index_row(case: Case) -> dict[str, Any]:
 def write_json(path: Path, data: Any) -> None:
     # Write then rename, so a reader never sees half a file.
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str, ensure_ascii=False), encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as f:
+        # Streamed: a baseline of a million cases as one string (and the list of pieces it is joined
+        # from) would take several times the file's size.
+        json.dump(data, f, indent=2, default=str, ensure_ascii=False)
     os.replace(tmp, path)
 
 
@@ -218,6 +221,17 @@ def _blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, int, bytes]]:
             offset += len(block)
 
 
+def _count_lines(path: Path) -> int:
+    """Complete lines in a file: a bound on the rows it holds, to allocate columns once."""
+    if not path.exists():
+        return 0
+    n = 0
+    with open(path, "rb") as f:
+        while data := f.read(BLOCK):
+            n += data.count(b"\n")
+    return n
+
+
 def _lines(block: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (the newline's position) of each line of a block of whole lines."""
     ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
@@ -259,7 +273,7 @@ def read_verdict_frame(run_dir: Path) -> pd.DataFrame:
     not parse cleanly (a score that is not a number, bad JSON, a missing field) is read again line by
     line as `Verdict`s, so a bad line is reported exactly as `read_verdicts` reports it."""
     path = Path(run_dir) / RESULTS
-    out = VerdictColumns()
+    out = VerdictColumns(_count_lines(path))
     if path.exists():
         schema = _verdict_schema()
         for first, offset, block in _blocks(path):
@@ -320,11 +334,11 @@ def _verdict_block_fast(out: VerdictColumns, schema, offset: int, block: bytes) 
         f = pc.struct_field(t.column("detail"), k)
         return np.asarray(pc.fill_null(pc.cast(f, pa.int8()), -1), dtype=np.int8)
 
+    kind = pc.fill_null(pc.index_in(t.column("latency_kind"), value_set=pa.array(LATENCY_KINDS)), -1)
     out.add_arrays(
-        t.num_rows,
-        strings={k: t.column(k).combine_chunks() for k in ("case_id", "verifier", "error", "latency_kind")},
-        floats={"score": t.column("score").to_numpy(), "latency_ms": t.column("latency_ms").to_numpy(),
-                "cost_usd": t.column("cost_usd").to_numpy(), "units": units},
+        t.num_rows, case_id=t.column("case_id").combine_chunks(), error=t.column("error").combine_chunks(),
+        verifier=t.column("verifier").combine_chunks(), kind=np.asarray(kind, dtype=np.int8),
+        floats={k: t.column(k).to_numpy() for k in ("score", "latency_ms", "cost_usd")} | {"units": units},
         flags={"flipped": flag("flipped"), "injected_flip": flag("injected_flip")},
         usage=usage, offsets=rows_at.astype(np.int64) + offset)
     return True

@@ -45,6 +45,15 @@ def slice_value(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
+def strings_column(chunks: list[pa.Array]) -> pd.Series:
+    """Arrow string chunks as a pandas string column, without a Python object per value (and without
+    joining the chunks: pandas keeps them as they are)."""
+    if not chunks:
+        return pd.Series([], dtype="str")
+    arr = pa.chunked_array([c.cast(pa.large_string()) for c in chunks], pa.large_string())
+    return pd.Series(pd.array(arr, dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
+
+
 class _Codes:
     """Integer codes of a column with few distinct values (doc types, splits, slice names), added a
     block at a time; the values themselves are kept once each."""
@@ -213,10 +222,8 @@ class CaseColumns:
 
     def frame(self) -> pd.DataFrame:
         self._pack()
-        ids = pa.chunked_array(self.ids, pa.string()).combine_chunks() if self.ids else pa.array([], pa.string())
+        cols: dict[str, Any] = {"id": strings_column(self.ids)}
         self.ids = []
-        cols: dict[str, Any] = {"id": pd.Series(ids.to_pandas(), dtype="str")}
-        del ids
         for f in CASE_FIELDS:
             cols[f] = self.codes[f].categorical()
         cols["label"] = np.concatenate(self.labels) if self.labels else np.empty(0, bool)
@@ -238,126 +245,117 @@ def case_table(rows: Iterable[dict[str, Any]], meta: Iterable[str] = ()) -> pd.D
     return b.frame()
 
 
-def categorical(values: pa.Array, categories: list[str] | None = None) -> pd.Categorical:
-    """An Arrow string array as a categorical without a Python string per row: categories in order of
-    first appearance, or the given ones (a value outside them is NaN)."""
-    enc = values.dictionary_encode()
-    codes = np.asarray(enc.indices.fill_null(-1), dtype=np.int32)
-    found = enc.dictionary.to_pylist()
-    if categories is None:
-        return pd.Categorical.from_codes(codes, categories=pd.Index(found, dtype=object))
-    remap = np.array([categories.index(v) if v in categories else -1 for v in found] or [0], dtype=np.int32)
-    codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1).astype(np.int32)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
-
-
 def _flag(value: Any) -> int:
     return -1 if value is None else int(bool(value))
 
 
-class VerdictColumns:
-    """Builds the verdict table, a block of rows at a time: either `Verdict`s (`add`) or arrays
-    (`add_arrays`, from a parsed block of results.jsonl)."""
+FLOATS = ("score", "latency_ms", "cost_usd", "units")
+FLAGS = ("flipped", "injected_flip")
 
-    def __init__(self):
+
+class VerdictColumns:
+    """Builds the verdict table a block of rows at a time: `Verdict`s (`add`) or the arrays of a parsed
+    block of results.jsonl (`add_arrays`). Numbers, flags and codes go straight into columns allocated
+    once for `capacity` rows (a bound on the rows to come: the file's lines), so the table is never
+    held twice while it is built."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
         self.case_id: list[pa.Array] = []
-        self.verifier: list[pa.Array] = []
         self.error: list[pa.Array] = []
-        self.latency_kind: list[pa.Array] = []
-        self.floats: dict[str, list[np.ndarray]] = {k: [] for k in ("score", "latency_ms", "cost_usd", "units")}
-        self.flags: dict[str, list[np.ndarray]] = {k: [] for k in ("flipped", "injected_flip")}
-        self.offsets: list[np.ndarray] = []
+        self.verifier = _Codes()  # in order of first appearance
+        self.verifier_codes = np.empty(capacity, np.int32)
+        self.kind = np.empty(capacity, np.int8)  # index into LATENCY_KINDS, -1: none
+        self.floats = {k: np.empty(capacity) for k in FLOATS}
+        self.flags = {k: np.empty(capacity, np.int8) for k in FLAGS}  # -1 none, 0, 1
+        self.offsets = np.empty(capacity, np.int64)
         self.usage: dict[int, dict] = {}  # row -> usage, for the few verdicts that report one
         self.n = 0
 
     def add(self, verdicts: list[Verdict], offsets: list[int] | None = None) -> None:
-        vs = verdicts
-        for k, values in (("case_id", [v.case_id for v in vs]), ("verifier", [v.verifier for v in vs]),
-                          ("error", [v.error for v in vs]), ("latency_kind", [v.latency_kind for v in vs])):
-            getattr(self, k).append(pa.array(values, pa.string()))
+        vs, i, j = verdicts, self.n, self.n + len(verdicts)
+        self.case_id.append(pa.array([v.case_id for v in vs], pa.large_string()))
+        self.error.append(pa.array([v.error for v in vs], pa.large_string()))
+        self.verifier_codes[i:j] = [self.verifier.code(v.verifier) for v in vs]
+        self.kind[i:j] = [-1 if v.latency_kind is None else LATENCY_KINDS.index(v.latency_kind) for v in vs]
 
         def num(values):
-            return np.array([np.nan if x is None else x for x in values], dtype=float)
+            return [np.nan if x is None else x for x in values]
 
-        self.floats["score"].append(num([v.score for v in vs]))
-        self.floats["latency_ms"].append(num([v.latency_ms for v in vs]))
-        self.floats["cost_usd"].append(num([v.cost_usd for v in vs]))
-        self.floats["units"].append(num([len(v.units) if v.units else None for v in vs]))
-        for k in self.flags:
-            self.flags[k].append(np.array([_flag(v.detail.get(k)) for v in vs], dtype=np.int8))
-        for i, v in enumerate(vs):
+        self.floats["score"][i:j] = num([v.score for v in vs])
+        self.floats["latency_ms"][i:j] = num([v.latency_ms for v in vs])
+        self.floats["cost_usd"][i:j] = num([v.cost_usd for v in vs])
+        self.floats["units"][i:j] = num([len(v.units) if v.units else None for v in vs])
+        for k in FLAGS:
+            self.flags[k][i:j] = [_flag(v.detail.get(k)) for v in vs]
+        for n, v in enumerate(vs, i):
             if v.usage is not None:
-                self.usage[self.n + i] = v.usage
-        if offsets is not None:
-            self.offsets.append(np.asarray(offsets, dtype=np.int64))
-        self.n += len(vs)
+                self.usage[n] = v.usage
+        self.offsets[i:j] = offsets if offsets is not None else -1
+        self.n = j
 
-    def add_arrays(self, n: int, strings: dict[str, pa.Array], floats: dict[str, np.ndarray],
-                   flags: dict[str, np.ndarray], usage: dict[int, dict], offsets: np.ndarray) -> None:
-        for k, arr in strings.items():
-            getattr(self, k).append(arr)
+    def add_arrays(self, n: int, case_id: pa.Array, error: pa.Array, verifier: pa.Array, kind: np.ndarray,
+                   floats: dict[str, np.ndarray], flags: dict[str, np.ndarray], usage: dict[int, dict],
+                   offsets: np.ndarray) -> None:
+        i, j = self.n, self.n + n
+        self.case_id.append(case_id)
+        self.error.append(error)
+        enc = verifier.dictionary_encode()
+        remap = np.array([self.verifier.code(v) for v in enc.dictionary.to_pylist()], dtype=np.int32)
+        self.verifier_codes[i:j] = remap[np.asarray(enc.indices, dtype=np.int64)]
+        self.kind[i:j] = kind
         for k, arr in floats.items():
-            self.floats[k].append(arr)
+            self.floats[k][i:j] = arr
         for k, arr in flags.items():
-            self.flags[k].append(arr)
-        for i, u in usage.items():
-            self.usage[self.n + i] = u
-        self.offsets.append(offsets)
-        self.n += n
+            self.flags[k][i:j] = arr
+        for r, u in usage.items():
+            self.usage[i + r] = u
+        self.offsets[i:j] = offsets
+        self.n = j
 
-    def frame(self) -> pd.DataFrame:
-        # Each column's parts are let go as soon as they are joined: at most one column is held twice.
-        def strings(parts):
-            joined = pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())
-            parts.clear()
-            return joined
-
-        def floats(k):
-            joined = np.concatenate(self.floats[k]) if self.floats[k] else np.empty(0)
-            self.floats[k].clear()
-            return joined
-
-        flags = {}
-        for k, parts in self.flags.items():
-            f = np.concatenate(parts) if parts else np.empty(0, np.int8)
-            parts.clear()
-            flags[k] = pd.arrays.BooleanArray(f == 1, f < 0)
-        usage = np.full(self.n, None, dtype=object)
+    def frame(self, offsets: bool = True) -> pd.DataFrame:
+        n = self.n
+        usage = np.full(n, None, dtype=object)
         for i, u in self.usage.items():
             usage[i] = u
         cols = {
-            "case_id": pd.Series(strings(self.case_id).to_pandas(), dtype="str"),
-            "verifier": categorical(strings(self.verifier)),  # in order of first appearance
-            "score": floats("score"),
-            "error": pd.Series(strings(self.error).to_pandas(), dtype="str"),
-            "latency_ms": floats("latency_ms"),
-            "latency_kind": categorical(strings(self.latency_kind), list(LATENCY_KINDS)),
-            "cost_usd": floats("cost_usd"),
-            "units": floats("units"),
+            "case_id": strings_column(self.case_id),
+            "verifier": pd.Categorical.from_codes(self.verifier_codes[:n],
+                                                  categories=pd.Index(list(self.verifier.index), dtype=object)),
+            "score": self.floats["score"][:n],
+            "error": strings_column(self.error),
+            "latency_ms": self.floats["latency_ms"][:n],
+            "latency_kind": pd.Categorical.from_codes(self.kind[:n], categories=pd.Index(LATENCY_KINDS, dtype=object)),
+            "cost_usd": self.floats["cost_usd"][:n],
+            "units": self.floats["units"][:n],
             "usage": usage,
-            **flags,
+            **{k: pd.arrays.BooleanArray(self.flags[k][:n] == 1, self.flags[k][:n] < 0) for k in FLAGS},
         }
-        if self.offsets:
-            cols["offset"] = np.concatenate(self.offsets)
-            self.offsets.clear()
+        self.case_id, self.error = [], []
+        if offsets:
+            cols["offset"] = self.offsets[:n]
         return pd.DataFrame(cols, copy=False)
 
 
 def verdict_table(verdicts: Iterable[Verdict]) -> pd.DataFrame:
     """The verdict table of `Verdict` objects."""
-    b = VerdictColumns()
-    batch: list[Verdict] = []
-    for v in verdicts:
-        batch.append(v)
-        if len(batch) >= _CHUNK:
-            b.add(batch)
-            batch = []
-    if batch:
-        b.add(batch)
-    return b.frame()
+    verdicts = list(verdicts)
+    b = VerdictColumns(len(verdicts))
+    for start in range(0, len(verdicts), _CHUNK):
+        b.add(verdicts[start:start + _CHUNK])
+    return b.frame(offsets=False)
 
 
-def positions(ids: pd.Series, in_ids: pd.Series) -> np.ndarray:
-    """For each of `ids`, its row in `in_ids` (which holds each id once), or -1."""
-    found = pc.index_in(pa.array(ids, pa.string()), value_set=pa.array(in_ids, pa.string()))
+def _arrow_strings(values) -> pa.Array | pa.ChunkedArray:
+    arr = pa.array(values) if not isinstance(values, (pa.Array, pa.ChunkedArray)) else values
+    return arr if pa.types.is_large_string(arr.type) else arr.cast(pa.large_string())
+
+
+def positions(ids, in_ids) -> np.ndarray:
+    """For each of `ids`, its row in `in_ids` (which holds each id once), or -1. Hashed by Arrow: no
+    Python string per id."""
+    value_set = _arrow_strings(in_ids)
+    if isinstance(value_set, pa.ChunkedArray):
+        value_set = value_set.combine_chunks()
+    found = pc.index_in(_arrow_strings(ids), value_set=value_set)
     return np.asarray(found.fill_null(-1), dtype=np.int64)
