@@ -24,6 +24,7 @@ from verifybench.rundir import (
 from verifybench.runcheck import require_complete, require_one_verdict_each
 from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
+from verifybench.tables import release_memory
 from verifybench.verifiers import available, get_verifier_class
 
 DEFAULT_SUITE = Path("evals/demo.yaml")
@@ -133,7 +134,10 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     s = settings_for(run_dir, read_json(run_dir / MANIFEST))
     manifest, cases, verdicts = _read_run(run_dir, s)
     f = _scored_frame(cases, verdicts, s)
-    del verdicts  # the frame holds what the metrics need
+    # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
+    del verdicts
+    f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
+    release_memory()
     metrics = evaluate(f, s, n_cases=len(cases))
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
@@ -145,6 +149,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         cases_shown = read_cases_at(run_dir, cases["offset"].to_numpy()[f["case_row"].to_numpy()[idx]])
         worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
     del f
+    release_memory()  # before the dataset is read again
     notes = []
     try:
         cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},

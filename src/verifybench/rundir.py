@@ -32,7 +32,7 @@ from pydantic_core import to_json
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
-from verifybench.tables import LATENCY_KINDS, CaseColumns, VerdictColumns
+from verifybench.tables import LATENCY_KINDS, CaseColumns, VerdictColumns, release_memory
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
@@ -280,15 +280,11 @@ def read_verdict_frame(run_dir: Path) -> pd.DataFrame:
             if not _verdict_block_fast(out, schema, offset, block):
                 _verdict_block_slow(path, out, first, offset, block)
     frame = out.frame()
-    _release_parser_memory()
+    release_memory()
     return frame
 
 
-def _release_parser_memory() -> None:
-    """Hand back to the system what Arrow's allocator kept from parsing (it holds freed pages for reuse)."""
-    import pyarrow as pa
 
-    pa.default_memory_pool().release_unused()
 
 
 def _verdict_block_fast(out: VerdictColumns, schema, offset: int, block: bytes) -> bool:
@@ -373,7 +369,7 @@ def read_case_frame(run_dir: Path, meta: Iterable[str] = ()) -> pd.DataFrame:
         if not _case_block_fast(out, offset, block):
             _case_block_slow(path, out, first, offset, block)
     frame = out.frame()
-    _release_parser_memory()
+    release_memory()
     return frame
 
 

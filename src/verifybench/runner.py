@@ -44,8 +44,8 @@ from verifybench.loaders.fields import LabelLog, recording_labels
 from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
 from verifybench.rundir import (
-    CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, case_index_row, hold,
-    iter_jsonl, read_json, repair_tail, write_json,
+    CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, _blocks, case_index_row,
+    hold, iter_jsonl, read_json, repair_tail, write_json,
 )
 from verifybench.suite import Suite, parse_suite
 from verifybench.tables import positions
@@ -439,39 +439,35 @@ def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> pd.DataFrame
     """The cached surface cues as a cue table (`id` and a column per cue, see `metrics.summary.cue_table`),
     or None when the cache cannot be trusted: missing, a line cut short or unreadable (a killed writer,
     a truncated copy), or short of a case the run has."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
     if not path.exists():
         return None
-    ids: list[str] = []
-    values: dict[str, list[float | None]] = {c: [] for c in CUE_NAMES}
-    loads = json.loads
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                return None
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-                cues = row["cues"]
-                ids.append(row["id"])
-                for c, col in values.items():
-                    col.append(cues.get(c))
-            except (ValueError, KeyError, TypeError, AttributeError):
-                return None
-    table = _cue_table(ids, values)
+    if path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                return None  # the last line was cut short
+    schema = pa.schema([("id", pa.string()), ("cues", pa.struct([(c, pa.float64()) for c in CUE_NAMES]))])
+    cols = _CueColumns()
+    for _, _, block in _blocks(path):
+        try:
+            t = pj.read_json(pa.py_buffer(block), parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if t.column("id").null_count or t.column("cues").null_count:
+            return None
+        cues = t.column("cues").combine_chunks()
+        cols.add_arrays(t.column("id").combine_chunks(),
+                        {c: np.asarray(cues.field(c).to_numpy(zero_copy_only=False), dtype=float) for c in CUE_NAMES})
+    table = cols.table()
     if want_ids is not None:
         want = want_ids if isinstance(want_ids, pd.Series) else pd.Series(list(want_ids), dtype="str")
-        if len(want) and (positions(want, table["id"]) < 0).any():
+        if len(want) and (not len(table) or (positions(want, table["id"]) < 0).any()):
             return None
     return table
-
-
-def _cue_table(ids: list[str], values: dict[str, list]) -> pd.DataFrame:
-    # A case listed twice keeps its last cues, as a dict keyed by id would.
-    t = pd.DataFrame({"id": pd.Series(ids, dtype="str"),
-                      **{c: np.array([np.nan if x is None else x for x in v], dtype=float) for c, v in values.items()}})
-    dup = t["id"].duplicated(keep="last")
-    return t[~dup.to_numpy()].reset_index(drop=True) if dup.any() else t
 
 
 def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None,
@@ -490,8 +486,7 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
     sources: dict[str, list[dict]] = {}
     if not need_cues and not want_sources:
         return cues, sources
-    ids: list[str] = []
-    values: dict[str, list] = {c: [] for c in CUE_NAMES}
+    cols = _CueColumns()
     lenient = suite.dataset.model_copy(update={"on_error": "skip"})
     out = JsonlAppender(cache.with_suffix(cache.suffix + ".tmp"), mode="w") if need_cues and cache else None
     try:
@@ -499,9 +494,7 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
         for case in iter_cases(lenient, []):
             if need_cues:
                 c = surface_cues(case.response, [s.text for s in case.sources])
-                ids.append(case.id)
-                for k, col in values.items():
-                    col.append(c.get(k))
+                cols.add(case.id, c)
                 if out is not None:
                     batch.append({"id": case.id, "cues": c})
                     if len(batch) >= 4096:
@@ -519,7 +512,49 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
     finally:
         if out is not None:
             out.close()
-    return (_cue_table(ids, values) if need_cues else cues), sources
+    return (cols.table() if need_cues else cues), sources
+
+
+class _CueColumns:
+    """Cues collected into arrays a chunk at a time: a million cases, no Python float each."""
+
+    def __init__(self):
+        self.ids: list = []
+        self.values: dict[str, list] = {c: [] for c in CUE_NAMES}
+        self._ids: list[str] = []
+        self._values: dict[str, list] = {c: [] for c in CUE_NAMES}
+
+    def add(self, case_id: str, cues: dict[str, float]) -> None:
+        self._ids.append(case_id)
+        for k, col in self._values.items():
+            col.append(cues.get(k))
+        if len(self._ids) >= 65536:
+            self._pack()
+
+    def add_arrays(self, ids, values: dict[str, np.ndarray]) -> None:
+        self._pack()
+        self.ids.append(ids)
+        for k, v in values.items():
+            self.values[k].append(v)
+
+    def _pack(self) -> None:
+        import pyarrow as pa
+
+        if self._ids:
+            self.ids.append(pa.array(self._ids, pa.large_string()))
+            for k, col in self._values.items():
+                self.values[k].append(np.array([np.nan if x is None else x for x in col], dtype=float))
+                col.clear()
+            self._ids = []
+
+    def table(self) -> pd.DataFrame:
+        from verifybench.tables import strings_column
+
+        self._pack()
+        t = pd.DataFrame({"id": strings_column(self.ids),
+                          **{k: np.concatenate(v) if v else np.empty(0) for k, v in self.values.items()}}, copy=False)
+        dup = t["id"].duplicated(keep="last")  # a case listed twice keeps its last cues, as a dict would
+        return t[~dup.to_numpy()].reset_index(drop=True) if dup.any() else t
 
 
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:

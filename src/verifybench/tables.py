@@ -358,4 +358,36 @@ def positions(ids, in_ids) -> np.ndarray:
     if isinstance(value_set, pa.ChunkedArray):
         value_set = value_set.combine_chunks()
     found = pc.index_in(_arrow_strings(ids), value_set=value_set)
-    return np.asarray(found.fill_null(-1), dtype=np.int64)
+    out = np.asarray(found.fill_null(-1), dtype=np.int64)
+    del found, value_set
+    release_memory()  # the hash table of a million ids
+    return out
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the system. Arrow's allocator keeps freed pages for reuse, and glibc's
+    malloc keeps the holes that building a million-row table in blocks leaves in its heap (over 100 MB
+    after reading a large run): memory a later step of the same process (the report after the scoring,
+    the scan of the dataset after the metrics) would otherwise add to the peak."""
+    pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+_TRIM: list = []
+
+
+def _malloc_trim():
+    if not _TRIM:
+        import ctypes
+        import sys
+
+        fn = None
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None).malloc_trim  # glibc only; musl and others have none
+            except (OSError, AttributeError):
+                fn = None
+        _TRIM.append(fn)
+    return _TRIM[0]

@@ -181,23 +181,49 @@ class Rows:
     units: np.ndarray
 
     @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> "Rows":
-        score = df["score"].to_numpy(dtype=float, na_value=np.nan)
-        ok = df["ok"].to_numpy(bool) if "ok" in df else (df["error"].isna() & ~np.isnan(score)).to_numpy()
+    def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> "Rows":
+        """The rows `rows` of `df` (default: all), one column at a time: no copy of the frame."""
+        take = (lambda a: a) if rows is None else (lambda a: a[rows])
+
+        def values(name, dtype=float):
+            c = df[name]
+            if isinstance(c.dtype, pd.CategoricalDtype):  # the codes, not a string per row
+                return take(c.cat.codes.to_numpy())
+            return take(c.to_numpy(dtype=dtype, na_value=np.nan) if dtype is float else c.to_numpy(dtype=dtype))
+
+        score = values("score")
+        if "ok" in df:
+            ok = values("ok", bool)
+        else:
+            ok = take(df["error"].isna().to_numpy()) & ~np.isnan(score)
         order = np.argsort(-np.where(ok, score, -np.inf), kind="mergesort")
 
-        def col(name, dtype=float):
-            return df[name].to_numpy(dtype=dtype, na_value=np.nan)[order]
+        def col(name):
+            return values(name)[order]
 
         # Integer codes: comparing a million Python strings per slice would cost more than the metrics.
         sl = df["slice"]
-        codes, names = pd.factorize(sl if isinstance(sl.dtype, pd.CategoricalDtype) else sl.astype(str), sort=True)
+        if isinstance(sl.dtype, pd.CategoricalDtype):
+            codes, names = pd.factorize(pd.Categorical.from_codes(values("slice"), dtype=sl.dtype), sort=True)
+        else:
+            codes, names = pd.factorize(take(sl.astype(str).to_numpy()), sort=True)
         role = df["role"]
-        kind = (latency_kind_codes(df["latency_kind"])[order] if "latency_kind" in df
-                else np.zeros(len(df), np.int8))
-        return cls(label=df["label"].to_numpy(bool)[order], score=score[order], ok=ok[order],
-                   cal=(role == "calibration").to_numpy()[order], test=(role == "test").to_numpy()[order],
-                   slice=codes[order], slices=[str(n) for n in names],
+        if isinstance(role.dtype, pd.CategoricalDtype):
+            cats = list(role.cat.categories)
+            rc = values("role")
+            cal = rc == (cats.index("calibration") if "calibration" in cats else -2)
+            test = rc == (cats.index("test") if "test" in cats else -2)
+        else:
+            cal, test = take((role == "calibration").to_numpy()), take((role == "test").to_numpy())
+        kind = np.zeros(len(score), np.int8)
+        if "latency_kind" in df:
+            k = df["latency_kind"]
+            if isinstance(k.dtype, pd.CategoricalDtype):
+                kind = latency_kind_codes(k.array if rows is None else k.array.take(rows))[order]
+            else:
+                kind = latency_kind_codes(take(k.to_numpy(dtype=object)))[order]
+        return cls(label=values("label", bool)[order], score=score[order], ok=ok[order], cal=cal[order],
+                   test=test[order], slice=codes[order], slices=[str(n) for n in names],
                    latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"))
 
 
@@ -342,10 +368,6 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     return out
 
 
-_EVALUATED = ("score", "error", "ok", "label", "role", "slice", "latency_ms", "latency_kind", "cost_usd", "units",
-              "usage", "flipped", "injected_flip")
-
-
 def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[str, Any]:
     """Metrics for every verifier in `df` (one row per verifier x case), over all cases and per slice."""
     key = df["case_row"] if "case_row" in df else df["case_id"]
@@ -359,19 +381,22 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         "test_fraction": s.test_fraction, "seed": s.seed, "gate_min_cases": GATE_MIN_CASES,
         "verifiers": {},
     }
-    # Per verifier, only the columns the metrics read are copied (not the ids, offsets or doc types).
-    cols = [c for c in df.columns if c in _EVALUATED or c.startswith("bd:")]
+    # Per verifier, the rows are read column by column (`Rows.from_frame`); the breakdown and the
+    # backend counts get a copy of the few columns they read.
+    extra = [c for c in df.columns if c in ("role", "label", "score", "usage", "flipped", "injected_flip")
+             or c.startswith("bd:")]
     codes, names = pd.factorize(df["verifier"])  # in order of first appearance
     for code, vid in enumerate(names):
-        vdf = df.iloc[np.flatnonzero(codes == code), [df.columns.get_loc(c) for c in cols]]
-        r = Rows.from_frame(vdf)
+        rows = np.flatnonzero(codes == code)
+        r = Rows.from_frame(df, rows)
+        vdf = df.iloc[rows, [df.columns.get_loc(c) for c in extra]]
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
         split_from = out["split_from"]
         overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from)
         entry = {"probabilistic": prob, "overall": overall, "slices": {}}
-        for code, key in enumerate(r.slices):
-            entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob, parent=overall["threshold"],
+        for i, key in enumerate(r.slices):
+            entry["slices"][key] = slice_metrics(r, r.slice == i, s, vid, key, prob, parent=overall["threshold"],
                                                  split_from=split_from)
         if s.breakdown:
             entry["breakdown"] = breakdown(vdf, entry["overall"]["threshold"]["value"], s.breakdown)
@@ -380,6 +405,7 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         if missing:
             entry["missing_verdicts"] = missing
         out["verifiers"][vid] = entry
+        del r, vdf  # before the next verifier's rows are taken
     out["operating_points"] = operating_points(out["verifiers"])
     return jsonable(out)
 
