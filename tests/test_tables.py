@@ -243,3 +243,28 @@ def test_the_metrics_frame_holds_no_python_object_per_row(run):
     for c in ("verifier", "slice", "role", "doc_type", "dataset", "latency_kind", "bd:meta.kind"):
         assert isinstance(f[c].dtype, pd.CategoricalDtype), c
     assert np.issubdtype(f["case_row"].dtype, np.integer)
+
+
+def test_the_committed_demo_baseline_is_reproduced(tmp_path, root):
+    """metrics/demo.json was recorded by the row-based metrics path: a fresh run of the demo's rouge and
+    bleu (deterministic, unlike a model's float noise) read through the tables gives the same thresholds,
+    quality figures, counts and per-case test scores, to the last digit (timings aside)."""
+    import yaml
+
+    from verifybench.suite import parse_suite as parse
+
+    raw = yaml.safe_load((root / "evals/demo.yaml").read_text())
+    raw["verifiers"] = ["rouge", "bleu"]
+    suite = parse(raw, root / "evals", where=str(root / "evals/demo.yaml"))
+    api.run(suite, out=tmp_path / "run", progress=False)
+    got = json.loads(api.baseline(tmp_path / "run", out=tmp_path / "demo.json").read_text())
+    want = json.loads((root / "metrics/demo.json").read_text())
+    timing = {"p50_ms", "p95_ms", "p99_ms", "warmup_ms"}
+    assert got["cases_hash"] == want["cases_hash"] and got["test_slices"] == want["test_slices"]
+    for vid in ("rouge", "bleu"):
+        g, w = got["verifiers"][vid], want["verifiers"][vid]
+        assert g["test_scores"] == w["test_scores"]
+        assert list(g["slices"]) == list(w["slices"])
+        for key, row in w["slices"].items():
+            assert {k: v for k, v in g["slices"][key].items() if k not in timing} == \
+                {k: v for k, v in row.items() if k not in timing}, (vid, key)
