@@ -83,9 +83,25 @@ def cases_hash(cases: list[dict] | pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def label_lookup(cases: pd.DataFrame) -> dict[str, bool]:
-    """case id -> label (True: hallucinated), from the case table."""
-    return dict(zip(cases["id"].tolist(), cases["label"].to_numpy(bool).tolist()))
+class Labels:
+    """case id -> label (True: hallucinated) over the case table, looked up a list at a time by Arrow
+    rather than through a dict of a million ids."""
+
+    def __init__(self, cases: pd.DataFrame):
+        self.ids, self.labels = cases["id"], cases["label"].to_numpy(bool)
+
+    def of(self, ids: list[str]) -> np.ndarray:
+        from verifybench.tables import positions
+
+        at = positions(pd.Series(ids, dtype="str"), self.ids) if len(ids) else np.empty(0, np.int64)
+        if (at < 0).any():
+            raise KeyError(ids[int(np.flatnonzero(at < 0)[0])])
+        return self.labels[at]
+
+
+def label_lookup(cases: pd.DataFrame) -> Labels:
+    """The labels of the case table, for `run_gate`."""
+    return Labels(cases)
 
 
 def suite_scope_hash(raw: dict[str, Any]) -> str:
@@ -242,7 +258,7 @@ def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None
         raise GateRefused("refusing to compare: " + "; ".join(refusals))
 
 
-def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str, bool],
+def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str, bool] | Labels,
              max_drop: dict[str, float], max_rise: dict[str, float], min_cases: int = GATE_MIN_CASES,
              slices: str = "all", refit: dict[str, dict[str, float | None]] | None = None,
              explicit: set[str] | None = None, allow_batch_latency: bool = False) -> GateResult:
@@ -252,7 +268,7 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
     Args:
         baseline: the committed baseline.
         current: `build_baseline` of the run under test, with the baseline's thresholds applied.
-        labels: case id -> label (True = hallucinated), from the run's case index.
+        labels: case id -> label (True = hallucinated), from the run's case index (a dict, or `Labels`).
         max_drop: absolute drop allowed per quality metric.
         max_rise: relative rise allowed per latency or cost measure (0.25 = 25%); only these are gated.
         min_cases: a gated slice needs at least this many test cases.
@@ -289,7 +305,7 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
                                   f"the minimum {min_cases} (label more cases, lower --min-cases, or gate the whole "
                                   "set only)")
             ids = sorted(i for i in b["test_scores"] if key == OVERALL or baseline["test_slices"].get(i) == key)
-            y = np.array([labels[i] for i in ids], bool)
+            y = labels.of(ids) if isinstance(labels, Labels) else np.array([labels[i] for i in ids], bool)
             base = errors_as_wrong(y, np.array([np.nan if b["test_scores"][i] is None else b["test_scores"][i]
                                                 for i in ids], float))
             cur = errors_as_wrong(y, np.array([np.nan if c["test_scores"][i] is None else c["test_scores"][i]

@@ -129,11 +129,17 @@ class _Groups:
             kind = next(iter(kinds), pa.int64())
             values = pa.chunked_array([p.cast(kind) for _, p in self.parts], kind).combine_chunks()
             self.parts = []
-            enc = values.dictionary_encode()
-            codes = np.asarray(enc.indices.fill_null(-1), dtype=np.int64)
-            missing = codes < 0
-            codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
-            return codes
+            missing = np.asarray(values.is_null(), dtype=bool)
+            if pa.types.is_int64(kind):  # numpy's hash of integers is the leanest
+                codes, uniques = pd.factorize(np.asarray(values.fill_null(0), dtype=np.int64)[~missing])
+                n_unique = len(uniques)
+            else:
+                enc = values.drop_null().dictionary_encode()
+                codes, n_unique = np.asarray(enc.indices, dtype=np.int64), len(enc.dictionary)
+            out = np.empty(len(values), np.int64)
+            out[~missing] = codes
+            out[missing] = n_unique + np.arange(int(missing.sum()))
+            return out
         index: dict[Any, int] = {}  # the rare case: one dict over every value
         out = []
         for kind, p in self.parts:
