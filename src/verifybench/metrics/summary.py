@@ -182,46 +182,35 @@ class Rows:
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> "Rows":
-        """The rows `rows` of `df` (default: all), one column at a time: no copy of the frame."""
-        take = (lambda a: a) if rows is None else (lambda a: a[rows])
+        """The rows `rows` of `df` (default: all), with only the columns read here copied."""
+        if rows is not None:
+            cols = [c for c in ("score", "ok", "error", "label", "slice", "role", "latency_ms", "latency_kind",
+                                "cost_usd", "units") if c in df]
+            df = df.iloc[rows, [df.columns.get_loc(c) for c in cols]]
+
+        def column(name) -> pd.Series:
+            return df[name]
 
         def values(name, dtype=float):
-            c = df[name]
+            c = column(name)
             if isinstance(c.dtype, pd.CategoricalDtype):  # the codes, not a string per row
-                return take(c.cat.codes.to_numpy())
-            return take(c.to_numpy(dtype=dtype, na_value=np.nan) if dtype is float else c.to_numpy(dtype=dtype))
+                return c.cat.codes.to_numpy()
+            return c.to_numpy(dtype=dtype, na_value=np.nan) if dtype is float else c.to_numpy(dtype=dtype)
 
         score = values("score")
-        if "ok" in df:
-            ok = values("ok", bool)
-        else:
-            ok = take(df["error"].isna().to_numpy()) & ~np.isnan(score)
+        ok = values("ok", bool) if "ok" in df else column("error").isna().to_numpy() & ~np.isnan(score)
         order = np.argsort(-np.where(ok, score, -np.inf), kind="mergesort")
 
         def col(name):
             return values(name)[order]
 
         # Integer codes: comparing a million Python strings per slice would cost more than the metrics.
-        sl = df["slice"]
-        if isinstance(sl.dtype, pd.CategoricalDtype):
-            codes, names = pd.factorize(pd.Categorical.from_codes(values("slice"), dtype=sl.dtype), sort=True)
-        else:
-            codes, names = pd.factorize(take(sl.astype(str).to_numpy()), sort=True)
-        role = df["role"]
-        if isinstance(role.dtype, pd.CategoricalDtype):
-            cats = list(role.cat.categories)
-            rc = values("role")
-            cal = rc == (cats.index("calibration") if "calibration" in cats else -2)
-            test = rc == (cats.index("test") if "test" in cats else -2)
-        else:
-            cal, test = take((role == "calibration").to_numpy()), take((role == "test").to_numpy())
-        kind = np.zeros(len(score), np.int8)
-        if "latency_kind" in df:
-            k = df["latency_kind"]
-            if isinstance(k.dtype, pd.CategoricalDtype):
-                kind = latency_kind_codes(k.array if rows is None else k.array.take(rows))[order]
-            else:
-                kind = latency_kind_codes(take(k.to_numpy(dtype=object)))[order]
+        sl = column("slice")
+        codes, names = pd.factorize(sl if isinstance(sl.dtype, pd.CategoricalDtype) else sl.astype(str), sort=True)
+        role = column("role")
+        cal, test = (role == "calibration").to_numpy(), (role == "test").to_numpy()
+        kind = (latency_kind_codes(column("latency_kind"))[order] if "latency_kind" in df
+                else np.zeros(len(score), np.int8))
         return cls(label=values("label", bool)[order], score=score[order], ok=ok[order], cal=cal[order],
                    test=test[order], slice=codes[order], slices=[str(n) for n in names],
                    latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"))
@@ -381,15 +370,23 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         "test_fraction": s.test_fraction, "seed": s.seed, "gate_min_cases": GATE_MIN_CASES,
         "verifiers": {},
     }
-    # Per verifier, the rows are read column by column (`Rows.from_frame`); the breakdown and the
-    # backend counts get a copy of the few columns they read.
-    extra = [c for c in df.columns if c in ("role", "label", "score", "usage", "flipped", "injected_flip")
-             or c.startswith("bd:")]
+    # Labels such as slices and roles as codes, and `ok` computed once: each verifier's rows are then
+    # taken as integers, not strings. Per verifier, each step copies only the columns it reads.
+    df = df.copy(deep=False)
+    for c in ("slice", "role", *(f"bd:{f}" for f in s.breakdown)):
+        if c in df and not isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].astype("category")
+    if "ok" not in df:
+        df["ok"] = df["error"].isna().to_numpy() & ~np.isnan(df["score"].to_numpy(dtype=float, na_value=np.nan))
+
+    def part(rows, names):
+        return df.iloc[rows, [df.columns.get_loc(c) for c in names if c in df]]
+
+    backend = [c for c in ("usage", "flipped", "injected_flip") if c in df]
     codes, names = pd.factorize(df["verifier"])  # in order of first appearance
     for code, vid in enumerate(names):
         rows = np.flatnonzero(codes == code)
         r = Rows.from_frame(df, rows)
-        vdf = df.iloc[rows, [df.columns.get_loc(c) for c in extra]]
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
         split_from = out["split_from"]
@@ -399,13 +396,15 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
             entry["slices"][key] = slice_metrics(r, r.slice == i, s, vid, key, prob, parent=overall["threshold"],
                                                  split_from=split_from)
         if s.breakdown:
-            entry["breakdown"] = breakdown(vdf, entry["overall"]["threshold"]["value"], s.breakdown)
-        entry.update(backend_counts(vdf))
-        missing = out["n_cases"] - len(vdf)
+            entry["breakdown"] = breakdown(part(rows, ["role", "label", "score", *(f"bd:{f}" for f in s.breakdown)]),
+                                           entry["overall"]["threshold"]["value"], s.breakdown)
+        if backend:
+            entry.update(backend_counts(part(rows, backend)))
+        missing = out["n_cases"] - len(rows)
         if missing:
             entry["missing_verdicts"] = missing
         out["verifiers"][vid] = entry
-        del r, vdf  # before the next verifier's rows are taken
+        del r  # before the next verifier's rows are taken
     out["operating_points"] = operating_points(out["verifiers"])
     return jsonable(out)
 
