@@ -138,7 +138,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     del verdicts
     f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
     release_memory()
-    metrics = evaluate(f, s, n_cases=len(cases))
+    metrics = compute_metrics(cases, None, s, scored=f)
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
@@ -272,7 +272,7 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     require_complete(run_dir, manifest, cases, verdicts, "a baseline")
     f = _scored_frame(cases, verdicts, s)
     del verdicts
-    doc = build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
+    doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
     path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)

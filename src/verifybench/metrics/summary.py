@@ -497,12 +497,16 @@ def shortcuts(cases: list[dict] | pd.DataFrame, cues: dict[str, dict[str, float]
     return jsonable(out)
 
 
-def compute_metrics(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame, settings: Settings | None = None,
-                    cues: dict[str, dict[str, float]] | pd.DataFrame | None = None, **kw) -> dict[str, Any]:
+def compute_metrics(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame | None,
+                    settings: Settings | None = None, cues: dict[str, dict[str, float]] | pd.DataFrame | None = None,
+                    scored: pd.DataFrame | None = None, **kw) -> dict[str, Any]:
     """Metrics for a run: `evaluate` over the run's cases and verdicts (rows, or the tables of
-    `verifybench.tables`), plus the shortcut check when the cases' surface cues are given."""
+    `verifybench.tables`), plus the shortcut check when the cases' surface cues are given. A caller
+    that already built the frame (`frame` of these cases and verdicts under `settings`) passes it as
+    `scored` (and may pass no verdicts), so it is not built twice."""
     s = settings or Settings(**kw)
-    out = evaluate(frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown), s, n_cases=len(cases))
+    f = scored if scored is not None else frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown)
+    out = evaluate(f, s, n_cases=len(cases))
     if cues is not None:
         out["shortcuts"] = shortcuts(cases, cues)
     return out
