@@ -74,11 +74,14 @@ def test_gold_spans_reach_the_metrics_with_unlocatable_ones_counted(run):
     assert "spans" not in metrics["verifiers"]["rouge"]  # rouge returns no units: nothing to localize
 
 
-def test_span_metrics_match_a_reference_at_the_fitted_unit_threshold(run):
+@pytest.mark.parametrize("at", ["fitted", "every unit"])
+def test_span_metrics_match_a_reference_at_the_fitted_unit_threshold(run, at):
     cases, verdicts, metrics = _run_files(run)
     entry = metrics["verifiers"]["novelty"]["spans"]
     t = entry["unit_threshold"]
     assert t["value"] is not None and t["source"].startswith("fitted") and t["target"] == "max F1"
+    threshold = t["value"] if at == "fitted" else -np.inf
+    measured = entry["test"] if at == "fitted" else entry["flag_all_units"]
     roles = split_roles([c.get("split") for c in cases], seed=0, test_fraction=0.5,
                         labels=[c["label"] for c in cases], groups=[c["meta"].get("group") for c in cases],
                         strata=[c["doc_type"] for c in cases])
@@ -89,20 +92,21 @@ def test_span_metrics_match_a_reference_at_the_fitted_unit_threshold(run):
         if role != "test" or c["meta"].get("spans_not_found"):
             continue
         n_test += 1
-        pred = [(u["start"], u["end"]) for u in units[c["id"]] if "start" in u and u["score"] >= t["value"]]
+        pred = [(u["start"], u["end"]) for u in units[c["id"]] if "start" in u and u["score"] >= threshold]
         counts = reference([tuple(s) for s in c.get("spans", [])], pred)
         for scope in ("hallucinated", "all") if c["label"] else ("all",):
             for k, v in counts.items():
                 sums[scope][k] = sums[scope].get(k, 0) + v
     assert metrics["spans"]["evaluated"]["test"] == n_test
     for scope in ("hallucinated", "all"):
-        got, s = entry["test"][scope], sums[scope]
+        got, s = measured[scope], sums[scope]
         assert got["counts"] == pytest.approx({k: float(v) for k, v in s.items()})
         p = s["char_tp"] / (s["char_tp"] + s["char_fp"])
         r = s["char_tp"] / (s["char_tp"] + s["char_fn"])
         assert got["char"]["precision"] == pytest.approx(p) and got["char"]["recall"] == pytest.approx(r)
-        lo, hi = got["char"]["ci"]["f1"]
-        assert lo <= got["char"]["f1"] <= hi
+        if at == "fitted":
+            lo, hi = got["char"]["ci"]["f1"]
+            assert lo <= got["char"]["f1"] <= hi
     # faithful responses with a new word are false alarms: precision over all cases is lower
     assert entry["test"]["all"]["char"]["precision"] < entry["test"]["hallucinated"]["char"]["precision"]
     assert entry["units"]["not_localized"] == metrics["spans"]["evaluated"]["calibration"] + n_test

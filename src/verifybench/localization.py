@@ -180,6 +180,12 @@ def span_section(t: CaseTable, units: dict[str, dict[int, list]], errors: dict[s
             flag = usable & test[u["case"]] & (np.nan_to_num(u["score"], nan=-np.inf) >= fit["value"])
             pred = SpanSet.of(remap[u["case"][flag]], u["start"][flag], u["end"][flag])
             counts[vid] = case_counts(len(test_idx), gold_test, pred)
+        # Every localized unit taken as a predicted span, whatever its score: the recall ceiling of this
+        # verifier's units, and the reading of a verifier (a judge) whose units are its claims. No intervals.
+        every = usable & test[u["case"]]
+        all_units = case_counts(len(test_idx), gold_test,
+                                SpanSet.of(remap[u["case"][every]], u["start"][every], u["end"][every]))
+        entry["flag_all_units"] = span_metrics({vid: all_units}, t.label[test_idx], n_boot=0)[vid]["all"]
         per[vid] = entry
     slices = t.slice[test_idx]
     groups = {str(k): slices == k for k in sorted(set(slices.tolist()))}
