@@ -133,11 +133,13 @@ def test_span_metrics_sums_match_and_scopes_split_by_label(per_case, flags):
     n = len(per_case)
     label = np.array(flags[:n])
     counts = case_counts(n, to_set(per_case, 0), to_set(per_case, 1))
-    out = span_metrics({"v": counts}, label, {"first": np.arange(n) == 0}, n_boot=0)["v"]
+    out = span_metrics({"v": counts}, label, np.where(np.arange(n) == 0, "first", "rest"), n_boot=0)["v"]
     assert out["all"]["all"]["counts"]["char_fp"] == counts[:, 1].sum()
     assert out["all"]["hallucinated"]["counts"]["char_fp"] == counts[label, 1].sum()
     assert out["all"]["hallucinated"]["n"] == label.sum() and out["first"]["all"]["n"] == 1
     assert out["first"]["all"]["counts"]["char_tp"] == counts[0, 0]
+    if n > 1:
+        assert out["rest"]["hallucinated"]["counts"]["char_fn"] == counts[1:][label[1:], 2].sum()
 
 
 def test_span_metric_intervals_cover_the_point_and_are_seeded():
@@ -154,6 +156,22 @@ def test_span_metric_intervals_cover_the_point_and_are_seeded():
         for level in ("char", "span_overlap", "span_iou50"):
             lo, hi = a[scope][level]["ci"]["f1"]
             assert lo <= a[scope][level]["f1"] <= hi and hi - lo < 0.2
+
+
+def test_span_metrics_above_the_poisson_size_drop_zero_rows_without_changing_sums():
+    rng = np.random.default_rng(2)
+    n = 30_000
+    label = rng.random(n) < 0.2
+    counts = np.zeros((n, 9))
+    busy = rng.random(n) < 0.3  # most cases hold no span at all: zero rows
+    counts[busy] = rng.integers(0, 20, (busy.sum(), 9))
+    sl = rng.choice(["a", "b"], n)
+    out = span_metrics({"v": counts}, label, sl, n_boot=200, seed=0)["v"]
+    for g, m in (("all", np.ones(n, bool)), ("a", sl == "a"), ("b", sl == "b")):
+        assert out[g]["all"]["counts"]["char_tp"] == counts[m, 0].sum() and out[g]["all"]["n"] == m.sum()
+        assert out[g]["hallucinated"]["counts"]["char_fp"] == counts[m & label, 1].sum()
+        lo, hi = out[g]["all"]["char"]["ci"]["f1"]
+        assert lo <= out[g]["all"]["char"]["f1"] <= hi
 
 
 def test_poisson_table_is_poisson_one():

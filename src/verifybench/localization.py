@@ -187,9 +187,7 @@ def span_section(t: CaseTable, units: dict[str, dict[int, list]], errors: dict[s
                                 SpanSet.of(remap[u["case"][every]], u["start"][every], u["end"][every]))
         entry["flag_all_units"] = span_metrics({vid: all_units}, t.label[test_idx], n_boot=0)[vid]["all"]
         per[vid] = entry
-    slices = t.slice[test_idx]
-    groups = {str(k): slices == k for k in sorted(set(slices.tolist()))}
-    measured = span_metrics(counts, t.label[test_idx], groups, n_boot=s.n_boot, seed=s.seed)
+    measured = span_metrics(counts, t.label[test_idx], t.slice[test_idx], n_boot=s.n_boot, seed=s.seed)
     for vid, m in measured.items():
         per[vid]["test"] = m.pop("all")
         per[vid]["slices"] = m

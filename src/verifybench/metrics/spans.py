@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from verifybench.metrics.bootstrap import ALPHA, N_BOOT, _interval, resample_weights
+from verifybench.metrics.bootstrap import ALPHA, N_BOOT, POISSON_ABOVE, _interval, poisson_weights, stratified_weights
 from verifybench.metrics.curves import sorted_curve
 from verifybench.metrics.thresholds import Target, select_threshold
 
@@ -211,54 +211,72 @@ def _entry(sums: np.ndarray, draws: np.ndarray | None, alpha: float) -> dict[str
     return out
 
 
-def span_metrics(counts: dict[str, np.ndarray], label, groups: dict[str, np.ndarray] | None = None,
-                 n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
-    """Span metrics with stratified-bootstrap intervals, for several verifiers over the same cases.
+def span_metrics(counts: dict[str, np.ndarray], label, slices=None, n_boot: int = N_BOOT, seed: int = 0,
+                 alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """Span metrics with bootstrap intervals, for several verifiers over the same cases.
 
     Args:
         counts: verifier -> its `case_counts` (n x 9) over the same n cases.
-        label: per case, True when hallucinated (resamples keep each class's size).
-        groups: name -> boolean mask over the cases (e.g. a slice); every group is measured from the
-            same resamples. The whole set is measured as "all".
+        label: per case, True when hallucinated (a stratified resample keeps each class's size).
+        slices: optional per-case slice names; every slice is measured from the same resamples.
         n_boot: resamples (0: no intervals).
 
-    Returns verifier -> group -> scope ("hallucinated", "all") -> {n, char, span_overlap, span_iou50,
-    counts}, each level with precision, recall, F1 and their intervals.
+    Returns verifier -> "all" and each slice -> scope ("hallucinated", "all") -> {n, char, span_overlap,
+    span_iou50, counts}, each level with precision, recall, F1 and their intervals.
+
+    The cases are sorted into blocks of one slice and one class; a resample's sums are one matrix product
+    per block, and any slice's or scope's sums are sums of blocks. Above `POISSON_ABOVE` cases the weights
+    are independent Poisson counts, so cases whose counts are all zero (a faithful response nobody
+    flagged) change no sum and are left out of the products.
     """
     y = np.asarray(label, dtype=bool)
     n = len(y)
     names = list(counts)
-    masks = {"all": np.ones(n, bool), **(groups or {})}
-    # Columns: verifier x scope x COUNTS; the hallucinated scope is the counts with faithful rows zeroed.
-    C = np.concatenate([np.concatenate([counts[v] * y[:, None], counts[v]], axis=1) for v in names], axis=1) \
-        if names else np.zeros((n, 0))
-    C32 = C.astype(np.float32)  # resampled sums in single precision: intervals need no more, and it halves the work
     width = len(COUNTS)
-    sums = {g: m @ C for g, m in masks.items()}
-    draws = {g: [] for g in masks}
-    if n_boot and n and names:
+    sl = np.zeros(n, np.int64) if slices is None else np.unique(np.asarray(slices, dtype=object).astype(str),
+                                                                 return_inverse=True)[1].ravel()
+    slice_names = [] if slices is None else [str(x) for x in np.unique(np.asarray(slices, dtype=object).astype(str))]
+    C = np.concatenate([counts[v] for v in names], axis=1) if names else np.zeros((n, 0))
+    key = sl * 2 + y
+    order = np.argsort(key, kind="stable")
+    poisson = n > POISSON_ABOVE
+    if poisson:
+        order = order[np.any(C[order] != 0, axis=1)]  # all-zero rows: no effect under independent weights
+    k_sorted = key[order]
+    starts = np.r_[0, np.flatnonzero(k_sorted[1:] != k_sorted[:-1]) + 1] if len(order) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(order)]
+    block_key = k_sorted[starts] if len(order) else np.zeros(0, int)
+    Cs = C[order]
+    point = np.add.reduceat(Cs, starts, axis=0) if len(order) else np.zeros((0, C.shape[1]))  # exact sums
+    draws = []
+    if n_boot and len(order) and names:
         from threadpoolctl import threadpool_limits
 
         rng = np.random.default_rng(seed)
-        chunk = max(1, 4_000_000 // n)
-        idx = {g: np.flatnonzero(m) for g, m in masks.items()}
+        C32 = Cs.astype(np.float32)  # resampled sums in single precision: intervals need no more
+        chunk = max(1, 4_000_000 // len(order))
         # One BLAS thread: these products are small, and a thread pool spinning on a busy machine made
-        # them 50 times slower than one thread (benchmarks/bench_spans.py).
+        # them 28 times slower than one thread (benchmarks/bench_spans.py).
         with threadpool_limits(1, user_api="blas"):
             for start in range(0, n_boot, chunk):
-                w = resample_weights(y, min(chunk, n_boot - start), rng).astype(np.float32, copy=False)
-                for g in masks:
-                    draws[g].append(w @ C32 if g == "all" else w[:, idx[g]] @ C32[idx[g]])
-    out: dict[str, dict[str, Any]] = {}
-    for vi, v in enumerate(names):
-        out[v] = {}
-        for g, m in masks.items():
-            d = np.concatenate(draws[g]) if draws[g] else None
-            entry = {}
-            for si, scope in enumerate(SCOPES):
-                lo = (2 * vi + si) * width
-                scope_n = int((m & y).sum()) if scope == "hallucinated" else int(m.sum())
-                entry[scope] = {"n": scope_n, **_entry(sums[g][lo:lo + width],
-                                                       d[:, lo:lo + width] if d is not None else None, alpha)}
-            out[v][g] = entry
+                k = min(chunk, n_boot - start)
+                w = (poisson_weights(k, len(order), rng) if poisson
+                     else stratified_weights(y[order], k, rng).astype(np.float32))
+                draws.append(np.stack([w[:, a:b] @ C32[a:b] for a, b in zip(starts, ends)], axis=1))
+    boot = np.concatenate(draws) if draws else None  # resamples x blocks x columns
+
+    def part(blocks: np.ndarray):
+        return point[blocks].sum(axis=0), (boot[:, blocks].sum(axis=1) if boot is not None else None)
+
+    groups = {"all": np.ones(len(block_key), bool),
+              **{name: block_key // 2 == i for i, name in enumerate(slice_names)}}
+    out: dict[str, dict[str, Any]] = {v: {} for v in names}
+    for g, blocks in groups.items():
+        in_group = np.ones(n, bool) if g == "all" else sl == slice_names.index(g)
+        scopes = {"hallucinated": (part(blocks & (block_key % 2 == 1)), int((in_group & y).sum())),
+                  "all": (part(blocks), int(in_group.sum()))}
+        for vi, v in enumerate(names):
+            cols = slice(vi * width, (vi + 1) * width)
+            out[v][g] = {scope: {"n": m, **_entry(sums[cols], d[:, cols] if d is not None else None, alpha)}
+                         for scope, ((sums, d), m) in scopes.items()}
     return out
