@@ -205,3 +205,23 @@ def test_judge_cache_key_is_unchanged_by_localization(tmp_path):
         server.close()
     assert [p.stem for p in (tmp_path / "cache").rglob("*.json")] == [
         "002ccd04e37f777a31bbc477405dfa4b361a8cbf24b5082c2ac396ec17ab1fc1"]
+
+
+@pytest.mark.parametrize("name,cases,hallucinated", [("halueval-general-spans", 4507, 815),
+                                                     ("judge-halueval-general-spans", 100, None),
+                                                     ("halueval-qa-pairs", 4000, 2000)])
+def test_the_span_and_pair_suites_read_their_data(root, name, cases, hallucinated):
+    from verifybench.suite import load_suite
+
+    suite = load_suite(root / "evals" / f"{name}.yaml")
+    read = list(iter_cases(suite.dataset))
+    assert len(read) == cases
+    if hallucinated is not None:
+        assert sum(c.label for c in read) == hallucinated
+    if "general" in name:
+        assert all(c.sources and c.sources[0].text == c.question for c in read)
+    else:  # both answers of every row: each group is a pair
+        groups = {}
+        for c in read:
+            groups.setdefault(c.meta["group"], []).append(c.label)
+        assert all(sorted(v) == [False, True] for v in groups.values())
