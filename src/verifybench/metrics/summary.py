@@ -41,6 +41,7 @@ class Settings:
     policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
     policy_source: str = "policy"  # what the report says a given threshold came from
     probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
+    binary: set[str] = field(default_factory=set)  # verifiers whose score is a 0/1 decision
     breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
 
     @classmethod
@@ -215,6 +216,9 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     if key in given or OVERALL in given:
         threshold = given.get(key, given.get(OVERALL))
         source = s.policy_source if key in given else f"{s.policy_source} (verifier-wide)"
+    elif verifier in s.binary:
+        # A 0/1 decision is its own threshold: fitting one could only pick "flag everything".
+        threshold, source = 1.0, "the verifier's own 0/1 decision (binary)"
     else:
         n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
         if min(n_pos, n_neg) < s.min_per_class:
@@ -229,6 +233,11 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
                 threshold, source = float(cal_curve.thresholds[i]), f"fitted on the calibration split ({s.target})"
     out["threshold"] = {"value": threshold, "source": source, "warning": warning, "target": str(s.target)}
     out["curve"] = _curve_table(curve, threshold)
+    if verifier in s.binary:
+        # One operating point: the row of the decision (the other row, flag-everything, is no choice).
+        table = out["curve"]
+        keep = [i for i, t in enumerate(table["threshold"]) if t >= 1.0]
+        out["curve"] = {**table, **{k: [table[k][i] for i in keep] for k in ("threshold", "tp", "fp")}}
     if threshold is not None:
         out["calibration_split"] = {**_operating_point(r, cal_mask, threshold, s, with_ci=False), "tuned": True}
         out["test"] = _operating_point(r, test_mask, threshold, s, with_ci=True)
@@ -252,7 +261,8 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         r = Rows.from_frame(vdf)
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
-        entry = {"probabilistic": prob, "overall": slice_metrics(r, everything, s, vid, OVERALL, prob), "slices": {}}
+        entry = {"probabilistic": prob, "binary": vid in s.binary,
+                 "overall": slice_metrics(r, everything, s, vid, OVERALL, prob), "slices": {}}
         for code, key in enumerate(r.slices):
             entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob)
         if s.breakdown:
