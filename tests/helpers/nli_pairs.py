@@ -110,16 +110,32 @@ def pairs(seed: int, n: int, window: int | tuple[int, int] = 3, swaps: int = 1) 
     return out
 
 
-def long_document(seed: int, n: int) -> list[Fact]:
-    """A long source of `n` template sentences with no fact repeated."""
+FILLER = ["The meeting notes were circulated on Friday.", "Several questions remained open after the review.",
+          "The weather stayed mild for most of the week.", "Nobody objected to the revised agenda.",
+          "The report was translated into three languages.", "Most attendees arrived by train.",
+          "A summary will follow in the next newsletter.", "The committee thanked the volunteers.",
+          "Coffee was served in the main hall.", "The slides are available on request.",
+          "Questions should be sent to the office.", "The building closes early on holidays.",
+          "Parking is limited near the entrance.", "The minutes were approved without changes.",
+          "Further details are expected soon.", "The discussion ran longer than planned."]
+
+
+def long_document(seed: int, n: int, facts: int = 10) -> list[Fact]:
+    """A long source of `n` sentences: `facts` facts, each from a different template (so a swapped fact
+    can only be checked against its own original), the first sentence always a fact, and filler
+    sentences without any number or entity between them. Fillers are `Fact`s without values."""
     rng = random.Random(seed)
-    seen, out = set(), []
-    while len(out) < n:
-        f = fact(rng)
-        if f.text not in seen:
-            seen.add(f.text)
-            out.append(f)
-    return out
+    chosen = []
+    for template, kinds in rng.sample(TEMPLATES, min(facts, len(TEMPLATES), n)):
+        values: dict[str, str] = {}
+        for k in kinds:
+            v = _value(rng, k)
+            while v in values.values():
+                v = _value(rng, k)
+            values[k] = v
+        chosen.append(Fact(template, tuple(values.items())))
+    rest = chosen[1:] + [Fact(rng.choice(FILLER), ()) for _ in range(n - len(chosen))]
+    return [chosen[0], *rng.sample(rest, len(rest))]
 
 
 LABELS = {0: "CONTRADICTION", 1: "ENTAILMENT"}

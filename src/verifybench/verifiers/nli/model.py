@@ -148,31 +148,27 @@ class PairModel:
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def load(self) -> None:
+        """The tokenizer and the length limits: all that cutting texts needs. The weights wait for the
+        first pair that is not in the cache (`load_weights`)."""
         if self._tok is not None:
             return
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # a loading bar per run would drown the run's own progress
         kw = {"trust_remote_code": self.trust_remote_code, "revision": self.revision}
+        positions = declared = None
         if self.resolved_backend() == "cross-encoder":
-            from sentence_transformers import CrossEncoder
-
             if self.template is not None:
                 raise SuiteError(f"model {self.name!r}: pair_template needs backend: transformers")
-            self._ce = CrossEncoder(self._path(), device=self._device(), **kw)
+            self.load_weights()
             self._tok = self._ce.tokenizer
             declared = getattr(self._ce, "max_seq_length", None)
         else:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            from transformers import AutoConfig, AutoTokenizer
 
             self._tok = AutoTokenizer.from_pretrained(self.tokenizer_name or self._path(), **kw)
-            self._model = AutoModelForSequenceClassification.from_pretrained(self._path(), **kw)
-            self._model.to(self._device()).eval()
             declared = getattr(self._tok, "model_max_length", None)
-        positions = None
-        cfg = getattr(self._model, "config", None) if self._model is not None else getattr(self._ce, "config", None)
-        if cfg is not None:
-            positions = getattr(cfg, "max_position_embeddings", None)
+            positions = getattr(AutoConfig.from_pretrained(self._path(), **kw), "max_position_embeddings", None)
         if self.requested_max_length is not None:
             self._max_length = self.requested_max_length
         else:
@@ -185,6 +181,20 @@ class PairModel:
             self._overhead = len(self._tok(self.template.format(premise="", hypothesis=""))["input_ids"])
         else:
             self._overhead = self._tok.num_special_tokens_to_add(pair=True)
+
+    def load_weights(self) -> None:
+        if self._model is not None or self._ce is not None:
+            return
+        kw = {"trust_remote_code": self.trust_remote_code, "revision": self.revision}
+        if self.resolved_backend() == "cross-encoder":
+            from sentence_transformers import CrossEncoder
+
+            self._ce = CrossEncoder(self._path(), device=self._device(), **kw)
+        else:
+            from transformers import AutoModelForSequenceClassification
+
+            self._model = AutoModelForSequenceClassification.from_pretrained(self._path(), **kw)
+            self._model.to(self._device()).eval()
 
     @property
     def tokenizer(self):
@@ -256,6 +266,7 @@ class PairModel:
         if not pairs:
             return np.zeros((0, 1), dtype=np.float32), np.zeros(0, dtype=bool)
         features, fitted, truncated = self._fit(pairs)
+        self.load_weights()
         order = np.argsort([len(f["input_ids"]) for f in features], kind="stable")
         if self._ce is not None:
             import torch
@@ -343,7 +354,7 @@ class PairCache:
             found.update(new)
             if db is not None:
                 with self._lock:
-                    db.executemany("insert or replace into pair values (?, ?, ?)",
+                    db.executemany("insert or replace into pair values (?, ?)",
                                    [(f"{p}:{h}", v.tobytes()) for (p, h), v in new.items()])
                     db.commit()
         if len(self._mem) > self.memory_items:
