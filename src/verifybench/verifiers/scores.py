@@ -111,7 +111,8 @@ class Predictions:
 
         delimiter = "\t" if self.fmt == "tsv" else ","
         try:
-            header = next(csv.reader(open(self.path, encoding="utf-8-sig", newline=""), delimiter=delimiter), [])
+            with open(self.path, encoding="utf-8-sig", newline="") as f:
+                header = next(csv.reader(f, delimiter=delimiter), [])
         except UnicodeDecodeError as e:
             raise SuiteError(f"{self.path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         self._missing_columns(header, want)

@@ -190,6 +190,9 @@ class PairModel:
             from sentence_transformers import CrossEncoder
 
             self._ce = CrossEncoder(self._path(), device=self._device(), **kw)
+            if self.requested_max_length is not None:
+                # predict() truncates at its own limit: make it ours, so the pairs we fitted pass whole.
+                self._ce.max_seq_length = self.requested_max_length
         else:
             from transformers import AutoModelForSequenceClassification
 

@@ -203,6 +203,8 @@ class NLIVerifier(Verifier):
             return p
         p.window_tokens = o.window_tokens or room - max(x.tokens for x in p.pieces)
         p.windows = [w for s in sources for w in self._windows(s.text, s.id, p.window_tokens)]
+        if not p.windows:
+            raise ValueError("the sources have no sentence to check the response against")
         p.chosen = [list(range(len(p.windows))) for _ in p.pieces]
         return p
 
