@@ -33,8 +33,15 @@ def write_csv(path: Path, rows, header=("case_id", "score")) -> Path:
 
 
 def test_listed_with_the_builtin_verifiers():
+    from typer.testing import CliRunner
+
+    from verifybench.cli import app
+
     assert available()["scores"] == "verifybench.verifiers.scores:ScoresVerifier"
     assert available()["nli"] == "verifybench.verifiers.nli:NLIVerifier"
+    out = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"}).output
+    assert "│ nli " in out and "any NLI / consistency model" in out
+    assert "│ scores " in out and "precomputed scores from a case field" in out
 
 
 def test_field_scores_are_scaled_inverted_and_missing_ones_are_error_verdicts():

@@ -274,7 +274,7 @@ class ScoresVerifier(Verifier):
         o = self.options
         # What the metrics read from the manifest: a 0/1 decision has one operating point, not a curve.
         self.binary = o.binary
-        self.probabilistic = o.probabilistic or o.binary
+        self.probabilistic = o.probabilistic
         self._table: Predictions | None = None
         self._sha = None
         if o.field is not None:

@@ -229,8 +229,11 @@ class PairModel:
         """The premise shortened to its first `keep` tokens (cut at a token boundary)."""
         if keep <= 0:
             return ""
-        enc = self.tokenizer(premise, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = enc["offset_mapping"]
+        try:
+            offsets = self.tokenizer(premise, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        except NotImplementedError:  # a slow (Python) tokenizer has no offsets: cut characters in proportion
+            total = self.count([premise])[0]
+            return premise if total <= keep else premise[:len(premise) * keep // total]
         if len(offsets) <= keep:
             return premise
         return premise[:offsets[keep - 1][1]]
