@@ -240,14 +240,20 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
 
 
 def dataset_hash(spec: DatasetSpec) -> str:
-    """sha256 over the loader settings and the bytes of every local file the dataset reads.
+    """sha256 over the loader settings, the selection (`limit`, `sample` and its `seed`) and the bytes of
+    every local file the dataset reads.
 
     Local paths enter only by file name, so the same data hashes the same in any checkout or folder
-    (a CI clone, a colleague's machine); a hub name (hf loader) enters as it is."""
+    (a CI clone, a colleague's machine); a hub name (hf loader) enters as it is. The selection enters
+    only when set, so a dataset read whole hashes as it always has, and a `--limit 100` run is not
+    mistaken for a run over all of it by compare, gate or resume."""
     h = hashlib.sha256()
     files = dataset_files(spec)
     options = {k: v for k, v in spec.options.items() if not _names_local_data(k, v)}
-    h.update(json.dumps({"loader": spec.loader, **options}, sort_keys=True, default=str).encode())
+    selection = {k: v for k, v in (("limit", spec.limit), ("sample", spec.sample)) if v is not None}
+    if spec.sample is not None:
+        selection["seed"] = spec.seed  # the seed picks the sample; without one it changes nothing
+    h.update(json.dumps({"loader": spec.loader, **options, **selection}, sort_keys=True, default=str).encode())
     for file in files:
         h.update(str(file.name).encode())
         with open(file, "rb") as f:
