@@ -33,6 +33,7 @@ from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
 from verifybench.loaders.fields import FieldSpec, note_label
 from verifybench.loaders.halueval import halueval
+from verifybench.loaders.memory import records
 from verifybench.loaders.summedits import summedits, summedits_files
 from verifybench.loaders.tensortrust import injection_sets, tensortrust
 
@@ -72,6 +73,7 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "tensortrust": tensortrust,
     "injection-sets": injection_sets,
     "attributionbench": attributionbench,
+    "records": records,
 }
 
 
@@ -163,7 +165,8 @@ class BadRecords(DataError):
     def __init__(self, errors: list[RecordError], total: int):
         self.errors = errors
         self.total = total
-        hint = "set on_error: skip in the suite's dataset block to skip bad records"
+        hint = ("set on_error: skip in the suite's dataset block (on_error='skip' in verifybench.run) to skip "
+                "bad records")
         if total == 1:
             super().__init__(f"{errors[0]} ({hint})")
             return
@@ -329,7 +332,7 @@ def _all_local(value: Any) -> bool:
 
 # Built-in loaders declare what they read; the rest of the options are settings.
 for _fn in (generic.jsonl, generic.json, generic.csv, generic.parquet, halueval, bipia, tensortrust,
-            injection_sets, attributionbench):
+            injection_sets, attributionbench, records):
     _fn.files = lambda path, **_: [path]  # type: ignore[attr-defined]
 generic.hf.files = lambda data_files=None, **_: [data_files] if data_files else []  # type: ignore[attr-defined]
 summedits.files = lambda path, **_: summedits_files(path)  # type: ignore[attr-defined]
