@@ -171,8 +171,9 @@ def test_run_methods_call_the_commands(frame_run, tmp_path):
     assert (tmp_path / "policy.yaml").exists() and set(policy["thresholds"]) == {"rouge", "anchors"}
 
 
-def test_log_to_mlflow_from_a_run(frame_run, tmp_path):
+def test_log_to_mlflow_from_a_run(frame_run, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under the working directory
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     logged = frame_run["run"].log_to_mlflow(uri, experiment="python-api")
     got = mlflow.MlflowClient(uri).get_run(logged.run_id)
