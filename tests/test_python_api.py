@@ -206,6 +206,9 @@ def test_list_of_dicts_list_of_cases_and_hf_dataset_give_the_same_scores(small, 
     scores = [r.verdicts.set_index("case_id")["score"].sort_index() for r in (as_dicts, as_frame, as_hf, as_cases)]
     for other in scores[1:]:
         pd.testing.assert_series_equal(scores[0], other)
+    # 40 cases are too few to fit a threshold: no flag is made up.
+    assert as_dicts.verdicts["threshold"].isna().all() and as_dicts.verdicts["flagged"].isna().all()
+    assert as_dicts.thresholds["warning"].str.startswith("too few cases").all()
     assert as_hf.manifest["dataset"]["options"]["origin"] == "Dataset"
     assert as_cases.manifest["dataset"]["options"]["kind"] == "cases"
     assert list(as_cases.cases["doc_type"].unique()) == ["support_answer"]
@@ -420,3 +423,28 @@ def test_run_ends_with_a_summary_table_then_the_report_path(root, tmp_path):
     assert f"{o['test']['f1']:.2f}" in row and "fitted" in row
     rouge = next(line for line in lines if line.strip("│┃ ").startswith("rouge"))
     assert f"{m['rouge']['overall']['auroc']:.3f}" in rouge
+
+
+def test_resume_with_verifier_objects_by_id(small, tmp_path):
+    """A verifier class the suite cannot import (defined in a notebook: here, inside this function) is
+    given back to `resume` by id; without it the refusal says how to finish the run."""
+    from verifybench.verifiers.base import CaseVerifier
+
+    class Local(CaseVerifier):
+        name = "local-length"
+
+        def score_case(self, case):
+            return len(case.response) % 7 / 7
+
+    run = verifybench.run(cases=small, verifiers=["rouge", Local()], out=tmp_path / "run", progress=False,
+                          batch_size=8)
+    before = run.verdicts.set_index(["verifier", "case_id"])["score"].sort_index()
+    assert "<locals>.Local" in (tmp_path / "run" / "suite.yaml").read_text()
+    missing = _interrupt(tmp_path / "run", keep=20)
+    with pytest.raises(SuiteError, match=r"cannot be imported.*verifybench.resume\(.*verifiers=.*verifybench report"):
+        api.resume(tmp_path / "run", progress=False)
+    with pytest.raises(VerifybenchError, match="verifiers: other not in this run"):
+        api.resume(tmp_path / "run", progress=False, verifiers=[Local(id="other")])
+    resumed = api.resume(tmp_path / "run", progress=False, verifiers=[Local()])
+    assert resumed.new_verdicts == missing and resumed.status == "complete"
+    pd.testing.assert_series_equal(resumed.verdicts.set_index(["verifier", "case_id"])["score"].sort_index(), before)

@@ -8,7 +8,7 @@ from typing import Any
 
 from verifybench import report as report_mod
 from verifybench.compare import compare_pair, pairs
-from verifybench.errors import VerifybenchError
+from verifybench.errors import SuiteError, VerifybenchError
 from verifybench.executors import Executor, make_executor
 from verifybench.loaders import available_loaders, describe_loader, get_loader
 from verifybench.metrics import Settings, compute_metrics, frame
@@ -22,7 +22,7 @@ from verifybench.rundir import (
 from verifybench.metrics.summary import shortcuts
 from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
-from verifybench.verifiers import Verifier, available, get_verifier_class
+from verifybench.verifiers import Verifier, available, build, get_verifier_class
 
 DEFAULT_SUITE = Path("evals/demo.yaml")
 POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results
@@ -108,14 +108,29 @@ def resume(run_dir: str | Path, data_dir: str | Path | None = None, progress: bo
     """Finish an interrupted run: score only the (verifier, case) pairs without a verdict, on any
     executor (a run started on Ray can be finished locally, and the other way round).
 
-    A run over cases given in Python resumes from the copy in its directory. `verifiers`: the run's
-    verifier objects, for verifiers that cannot be rebuilt from the suite (a class defined in a notebook);
-    their ids and configurations must match the run's."""
+    A run over cases given in Python resumes from the copy in its directory. `verifiers`: verifier objects
+    to use for the run's verifiers of the same ids (the others are rebuilt from the suite), for a class
+    the suite cannot import (one defined in a notebook); their configurations must match the run's."""
     run_dir = Path(run_dir)
     executor = _executor(executor, address, pools)
     suite = resume_suite(run_dir, data_dir)
+    if verifiers is not None:
+        given = {v.id: v for v in verifiers}
+        if unknown := sorted(set(given) - {e.id for e in suite.verifiers}):
+            raise VerifybenchError(f"verifiers: {', '.join(unknown)} not in this run (its verifiers: "
+                                   f"{', '.join(e.id for e in suite.verifiers)})")
+        verifiers = [given.get(e.id) or build(e.name, e.id, **e.options) for e in suite.verifiers]
     with hold(run_dir):
-        result = Runner(suite, run_dir, resume=True, progress=progress, executor=executor, verifiers=verifiers).run()
+        try:
+            runner = Runner(suite, run_dir, resume=True, progress=progress, executor=executor, verifiers=verifiers)
+        except SuiteError as e:
+            if verifiers is not None or "cannot be imported" not in str(e):
+                raise
+            # A Verifier object of a class defined in a notebook or script: only that session has it.
+            raise SuiteError(f"{e}. Resume this run from the Python session that has the class, with "
+                             f"verifybench.resume({str(run_dir)!r}, verifiers=[...the run's verifier objects...]); "
+                             f"if every verdict is written, `verifybench report {run_dir}` finishes it") from None
+        result = runner.run()
         finish(run_dir, data_dir)
     return Run(run_dir, result)
 
