@@ -374,7 +374,7 @@ def test_api_all_lists_every_command_and_the_root_exports_resolve():
 
     commands = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
     assert commands == set(COMMANDS), "a new CLI command needs its api function in COMMANDS and api.__all__"
-    assert set(COMMANDS.values()) | {"resume", "load_run", "Run"} <= set(api.__all__)
+    assert set(COMMANDS.values()) | {"resume", "load_run", "Run", "Case", "Verdict", "Verifier"} <= set(api.__all__)
     for name in api.__all__:
         assert hasattr(api, name), name
     for name in verifybench.__all__:

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from verifybench import report as report_mod
+from verifybench.cases import Case, Source, Verdict
 from verifybench.compare import compare_pair, pairs
 from verifybench.errors import SuiteError, VerifybenchError
+from verifybench.loaders.fields import FieldSpec
 from verifybench.executors import Executor, make_executor
 from verifybench.loaders import available_loaders, describe_loader, get_loader
 from verifybench.metrics import Settings, compute_metrics, frame
@@ -371,5 +373,9 @@ def components() -> dict[str, dict[str, str]]:
     return {"loaders": loaders, "verifiers": verifiers}
 
 
-__all__ = ["DEFAULT_SUITE", "OVERALL", "Run", "baseline", "check_mlflow", "compare", "components", "describe_suite",
-           "finish", "gate", "history", "load_run", "log_to_mlflow", "resume", "run", "thresholds"]
+# The public surface: every CLI command's function (run, finish = report, describe_suite = describe,
+# thresholds, compare, baseline, gate, log_to_mlflow = log, history, components = list), the Python-only
+# calls, and the types they take and return.
+__all__ = ["DEFAULT_SUITE", "OVERALL", "Case", "FieldSpec", "Run", "Source", "Verdict", "Verifier", "VerifybenchError",
+           "baseline", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
+           "load_run", "log_to_mlflow", "resume", "run", "thresholds"]

@@ -122,6 +122,12 @@ def run(
     _track(result.run_dir, mlflow)
 
 
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}" if x >= 1 else f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"
+
+
 def _print_summary(run: api.Run) -> None:
     """Per verifier, as promptfoo and inspect end a run: AUROC with its interval, the threshold and where it
     came from, the test split's precision / recall / F1 at it, latency, errors. Data values (ids, sources)
@@ -155,8 +161,7 @@ def _print_summary(run: api.Run) -> None:
             threshold += " DEGENERATE"
             notes.append(f"{vid}: the threshold {r['threshold_degenerate']}: its precision, recall and F1 restate "
                          "the class balance")
-        latency = " / ".join("-" if r[k] is None else f"{r[k]:.2g}" if r[k] < 10 else f"{r[k]:.0f}"
-                             for k in ("p50_ms", "p95_ms"))
+        latency = " / ".join(_ms(r[k]) for k in ("p50_ms", "p95_ms"))
         if r["latency_basis"] not in (None, "case"):
             latency += " *"
             notes.append(f"{vid}: latency basis {r['latency_basis']} (not each case's own time)")
