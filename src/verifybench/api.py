@@ -13,7 +13,8 @@ from verifybench.errors import SuiteError, VerifybenchError
 from verifybench.loaders.fields import FieldSpec
 from verifybench.executors import Executor, make_executor
 from verifybench.loaders import available_loaders, describe_loader, get_loader
-from verifybench.metrics import Settings, compute_metrics, frame
+from verifybench.metrics import Settings, compute_metrics, evaluate, frame
+from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.summary import OVERALL
 from verifybench.policy import load_policy, policy_from_metrics, save_policy
 from verifybench.results import Run
@@ -21,8 +22,9 @@ from verifybench.rundir import (
     COMPLETE, METRICS, MANIFEST, REPORT, SCORED, hold, read_case_index, read_errors, read_json, read_verdicts,
     write_json,
 )
+from verifybench.runcheck import require_complete, require_one_verdict_each
 from verifybench.metrics.summary import shortcuts
-from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
+from verifybench.runner import Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
 from verifybench.verifiers import Verifier, available, build, get_verifier_class
 
@@ -144,18 +146,26 @@ def load_run(run_dir: str | Path) -> Run:
 
 def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settings:
     """Metric settings of a run: the suite's `metrics:` block, a stored policy, then `overrides`."""
-    s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), **overrides)
+    s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), where=manifest["suite"].get("path") or "<suite>",
+                            **overrides)
     s.probabilistic = {v["id"] for v in manifest["verifiers"] if v.get("probabilistic")}
     if (run_dir / POLICY).exists() and "policy" not in overrides:
         s.by, s.policy = load_policy(run_dir / POLICY)
     return s
 
 
-def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, list, list]:
-    run_dir = Path(run_dir)
+def _read_run(run_dir: Path) -> tuple[dict, list, list]:
+    """A run's manifest, case index and verdicts, refused when a (verifier, case) pair has two verdicts."""
     manifest = read_json(run_dir / MANIFEST)
     cases = read_case_index(run_dir)
     verdicts = read_verdicts(run_dir)
+    require_one_verdict_each(run_dir, cases, verdicts)
+    return manifest, cases, verdicts
+
+
+def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, list, list]:
+    run_dir = Path(run_dir)
+    manifest, cases, verdicts = _read_run(run_dir)
     metrics = compute_metrics(cases, verdicts, settings_for(run_dir, manifest, **overrides))
     return manifest, metrics, cases, verdicts
 
@@ -204,11 +214,16 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
                out: str | Path | None = None) -> dict[str, Any]:
     """Fit a threshold per verifier and slice on the calibration split; report the test split.
 
+    A slice too small for its own threshold gets the whole set's (`fallback_from: all`); a threshold that
+    flags every calibration case, or none, is marked `degenerate`; `flag_all` beside it is what flagging
+    every test case would score.
+
     Args:
         run_dir: a finished run.
         by: the slice field (doc_type, dataset, split, or meta.<key>).
-        target: "f1", "fbeta=B", "precision=P" or "recall=R".
-        min_per_class: fewer calibration cases of either class than this gives a warning, not a threshold.
+        target: "f1", "fbeta=B", "balanced_accuracy", "youden", "precision=P" or "recall=R".
+        min_per_class: fewer calibration cases of either class than this: the slice falls back to the
+            whole set's threshold.
         out: write the policy as YAML here.
     """
     from verifybench.metrics.thresholds import parse_target
@@ -222,13 +237,18 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
 
 
 def _scored_frame(cases: list, verdicts: list, s: Settings):
-    f = frame(cases, verdicts, s.by, s.seed, s.test_fraction)
-    return f.assign(ok=f["error"].isna() & f["score"].notna())
+    """The verdict frame under settings `s` (slices, split, breakdown fields): the one `evaluate` reads."""
+    return frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown)
 
 
-def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[str] | None = None) -> list[dict]:
-    """Paired comparisons: pairs of verifiers within one run, or each verifier of run A against the
-    verifier of the same id in run B (same dataset required)."""
+def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[str] | None = None,
+            refit: bool = False) -> list[dict]:
+    """Paired comparisons on the test split, error verdicts counted as wrong: pairs of verifiers within
+    one run (each at its own fitted threshold), or each verifier of run A against the verifier of the
+    same id in run B (same cases required), at run A's threshold on both sides as the gate does, or at
+    each run's own with `refit`. Each result says which (`threshold_mode`)."""
+    from verifybench.compare import HELD, OWN, REFIT
+
     ma, metrics_a, cases_a, verdicts_a = metrics_for(run_a)
     s = settings_for(Path(run_a), ma)
     fa = _scored_frame(cases_a, verdicts_a, s)
@@ -236,12 +256,16 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     def thr(metrics: dict, vid: str) -> float | None:
         return metrics["verifiers"][vid]["overall"]["threshold"]["value"]
 
+    def degenerate(metrics: dict, vid: str) -> str | None:
+        return metrics["verifiers"][vid]["overall"]["threshold"].get("degenerate")
+
     results = []
     if run_b is None:
         for a, b in pairs(list(metrics_a["verifiers"]), verifiers):
             r = compare_pair(fa[fa["verifier"] == a], fa[fa["verifier"] == b], thr(metrics_a, a), thr(metrics_a, b),
                              n_boot=s.n_boot, seed=s.seed)
-            results.append({"a": a, "b": b, **r})
+            results.append({"a": a, "b": b, "threshold_mode": OWN, **r,
+                            "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]})
         return results
 
     mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
@@ -249,19 +273,28 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         raise VerifybenchError(
             f"the runs scored different data (dataset {ma['dataset']['hash'][:12]} vs {mb['dataset']['hash'][:12]}); "
             "a paired comparison needs the same cases")
+    from verifybench.gate import cases_hash
+
+    if cases_hash(cases_a) != cases_hash(cases_b):
+        raise VerifybenchError("the runs scored different selections of the same data (limit or sample?); "
+                               "a paired comparison needs the same cases")
     fb = _scored_frame(cases_b, verdicts_b, s)
     shared = [v for v in metrics_a["verifiers"] if v in metrics_b["verifiers"] and (not verifiers or v in verifiers)]
     if not shared:
         raise VerifybenchError("the two runs share no verifier id to compare")
     for vid in shared:
-        r = compare_pair(fa[fa["verifier"] == vid], fb[fb["verifier"] == vid], thr(metrics_a, vid), thr(metrics_b, vid),
-                         n_boot=s.n_boot, seed=s.seed)
-        results.append({"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})", **r})
+        t_a = thr(metrics_a, vid)
+        t_b = thr(metrics_b, vid) if refit else t_a
+        r = compare_pair(fa[fa["verifier"] == vid], fb[fb["verifier"] == vid], t_a, t_b, n_boot=s.n_boot, seed=s.seed)
+        results.append({"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})",
+                        "threshold_mode": REFIT if refit else HELD, **r,
+                        "degenerate": [degenerate(metrics_a, vid), degenerate(metrics_b if refit else metrics_a, vid)]})
     return results
 
 
 def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | Path | None = None) -> Path:
-    """Record a run's metrics (thresholds from `policy` when given) as the baseline a gate compares to.
+    """Record a finished run's metrics (thresholds from `policy` when given) as the baseline a gate
+    compares to. Refuses an unfinished run, a verifier missing verdicts, or duplicated verdicts.
 
     Args:
         run_dir: a finished run.
@@ -271,14 +304,15 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     from verifybench.gate import build_baseline
 
     run_dir = Path(run_dir)
-    manifest = read_json(run_dir / MANIFEST)
+    manifest, cases, verdicts = _read_run(run_dir)
+    require_complete(run_dir, manifest, cases, verdicts, "a baseline")
     overrides = {}
     if policy is not None:
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
-    _, metrics, cases, verdicts = metrics_for(run_dir, **overrides)
     s = settings_for(run_dir, manifest, **overrides)
-    doc = build_baseline(manifest, metrics, frame(cases, verdicts, s.by, s.seed, s.test_fraction), cases)
+    metrics = compute_metrics(cases, verdicts, s)
+    doc = build_baseline(manifest, metrics, _scored_frame(cases, verdicts, s), cases, s)
     path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
@@ -286,31 +320,64 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
 
 
 def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | None = None,
-         max_rise: list[str] | None = None, min_cases: int = 30, slices: str = "all",
-         junit: str | Path | None = None, summary: str | Path | None = None):
+         max_rise: list[str] | None = None, min_cases: int = GATE_MIN_CASES, slices: str = "all",
+         junit: str | Path | None = None, summary: str | Path | None = None, allow_batch_latency: bool = False):
     """Compare a run with a committed baseline; see `verifybench.gate` for the rules.
 
-    Returns a `GateResult` (exit code 0 or 1); raises `GateRefused` (exit code 2) when the comparison
-    is invalid. The baseline's thresholds are applied to the run (a gate never refits them).
+    Returns a `GateResult` (exit code 0, 1, or 2 when a metric asked for by name cannot be gated); raises
+    `GateRefused` (exit code 2) when the comparison is invalid. The baseline's thresholds are held (a gate
+    never refits them); each check also shows what a refit on this run would give. The JUnit and
+    Markdown files are written in every case, a refusal included, with its reason.
     """
     from verifybench import gate as g
 
     run_dir = Path(run_dir)
-    base = g.load_baseline(baseline_path)
-    policy = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
-              for vid, v in base["verifiers"].items()}
-    manifest = read_json(run_dir / MANIFEST)
-    _, metrics, cases, verdicts = metrics_for(run_dir, policy=policy, by=base["by"])
-    s = settings_for(run_dir, manifest, policy=policy, by=base["by"])
-    current = g.build_baseline(manifest, metrics, frame(cases, verdicts, s.by, s.seed, s.test_fraction), cases)
-    result = g.run_gate(base, current, {c["id"]: c["label"] for c in cases},
-                        g.parse_limits(max_drop, g.DEFAULT_DROPS, g.QUALITY),
-                        g.parse_limits(max_rise, {}, g.COSTS), min_cases=min_cases, slices=slices)
+    suite_name = "unknown"
+    try:
+        base = g.load_baseline(baseline_path)
+        suite_name = str(base.get("suite") or suite_name)
+        manifest, cases, verdicts = _read_run(run_dir)
+        require_complete(run_dir, manifest, cases, verdicts, "a gate")
+        held = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
+                for vid, v in base["verifiers"].items()}
+        s = settings_for(run_dir, manifest, policy=held, by=base["by"])
+        s.policy_source = f"baseline {Path(baseline_path).name} (held)"
+        s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
+        f = _scored_frame(cases, verdicts, s)
+        current = g.build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
+        # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
+        own = settings_for(run_dir, manifest, by=base["by"], policy=None)
+        own.n_boot = 1  # only the refit thresholds are read from this pass
+        refit_metrics = evaluate(_scored_frame(cases, verdicts, own), own, n_cases=len(cases))
+        refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],
+                       **{k: sm["threshold"]["value"] for k, sm in m["slices"].items()}}
+                 for vid, m in refit_metrics["verifiers"].items()}
+        result = g.run_gate(base, current, {c["id"]: c["label"] for c in cases},
+                            g.parse_limits(max_drop, g.DEFAULT_DROPS, g.QUALITY),
+                            g.parse_limits(max_rise, {}, g.COSTS), min_cases=min_cases, slices=slices,
+                            refit=refit, explicit={i.partition("=")[0].strip().lower() for i in max_drop or []},
+                            allow_batch_latency=allow_batch_latency)
+    except VerifybenchError as e:
+        reason = str(e) if isinstance(e, g.GateRefused) else f"refusing to gate: {e}"
+        if junit:
+            _write_text(junit, g.refusal_junit(reason, suite_name))
+        if summary:
+            _write_text(summary, g.refusal_markdown(reason, suite_name))
+        if isinstance(e, g.GateRefused):
+            raise
+        raise g.GateRefused(reason) from None
+    result.summary = g.markdown_summary(result, base["suite"])
     if junit:
-        Path(junit).write_text(g.junit_xml(result, base["suite"]), encoding="utf-8")
+        _write_text(junit, g.junit_xml(result, base["suite"]))
     if summary:
-        Path(summary).write_text(g.markdown_summary(result, base["suite"]), encoding="utf-8")
+        _write_text(summary, result.summary)
     return result
+
+
+def _write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def log_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str | None = None):

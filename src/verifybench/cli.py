@@ -248,18 +248,15 @@ def _with_ci(point: dict, key: str) -> str:
     return f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "")
 
 
-def _diff(d: dict | None) -> tuple[str, str]:
-    if not d:
-        return "-", ""
-    p = "<0.001" if d["p_value"] == 0 else f"{d['p_value']:.3g}"  # 0 of 1,000 resamples crossed zero
-    return f"{d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]", p
+def _f(x, d: int = 3) -> str:
+    return "-" if x is None else f"{x:.{d}f}"
 
 
 @app.command()
 def thresholds(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     by: Annotated[str, typer.Option("--by", help="slice field: doc_type, dataset, split or meta.<key>")] = "doc_type",
-    target: Annotated[str, typer.Option("--target", help="f1, fbeta=B, precision=P or recall=R")] = "f1",
+    target: Annotated[str, typer.Option("--target", help="f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R")] = "f1",
     min_per_class: Annotated[Optional[int], typer.Option("--min-per-class", help="default 30")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="write the policy YAML here")] = None,
 ) -> None:
@@ -269,17 +266,27 @@ def thresholds(
     except VerifybenchError as e:
         _fail(e)
     table = Table("verifier", by, "threshold", "calib. F1 (tuned)", "test precision", "test recall", "test F1",
-                  title=f"thresholds for {policy['target']}, fitted on the calibration split")
+                  "flag-all F1", title=f"thresholds for {policy['target']}, fitted on the calibration split")
     warnings = []
     for vid, rows in policy["thresholds"].items():
         for key, row in rows.items():
+            flag_all = _f((row.get("flag_all (test split)") or {}).get("f1"))
             if row["threshold"] is None:
-                table.add_row(vid, key, "none *", "", "", "", "")
+                table.add_row(vid, key, "none *", "", "", "", "", flag_all)
                 warnings.append(f"{vid} / {key}: {row['warning']}")
                 continue
+            mark, why = "", []
+            if row.get("fallback_from"):
+                mark += f" (fallback: {row['fallback_from']})"
+                why.append(f"uses the {row['fallback_from']!r} threshold ({row['warning']})")
+            if row.get("degenerate"):
+                mark += " DEGENERATE"
+                why.append(f"the threshold {row['degenerate']}")
+            if why:
+                warnings.append(f"{vid} / {key}: " + "; ".join(why))
             cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
-            table.add_row(vid, key, f"{row['threshold']:.4f}", f"{cal.get('f1') or 0:.3f}",
-                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")))
+            table.add_row(vid, key, f"{row['threshold']:.4f}{mark}", _f(cal.get("f1")),
+                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
     console.print(table)
     for w in warnings:
         console.print(f"* {w}", highlight=False)
@@ -287,27 +294,50 @@ def thresholds(
         print(out)
 
 
+def _diff(d: dict | None) -> tuple[str, ...]:
+    if not d:
+        return "-", "-", "-", "-", ""
+    p = "<0.001" if d["p_value"] == 0 else _f(d["p_value"], 3)  # 0 of 1,000 resamples crossed zero
+    ci = d.get("ci") or [None, None]
+    return (_f(d.get("a")), _f(d.get("b")), f"{d['diff']:+.3f}" if d.get("diff") is not None else "-",
+            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if None not in ci else "-", p)
+
+
 @app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="a run directory")],
-    run_b: Annotated[Optional[Path], typer.Argument(help="a second run over the same data")] = None,
+    run_b: Annotated[Optional[Path], typer.Argument(help="a second run over the same cases")] = None,
     verifiers: Annotated[Optional[str], typer.Option("--verifiers", help="comma-separated verifier ids")] = None,
+    refit: Annotated[bool, typer.Option("--refit", help="across runs: each run at its own fitted threshold "
+                                        "(default: run A's threshold held for both, as the gate does)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Paired comparison on the test split: McNemar's test and bootstrap intervals of AUROC and F1 differences."""
+    """Paired comparison on the test split (errors count as wrong): the gate's columns, plus McNemar's test."""
     try:
-        results = api.compare(run_a, run_b, verifiers.split(",") if verifiers else None)
+        results = api.compare(run_a, run_b, verifiers.split(",") if verifiers else None, refit=refit)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
         print(json.dumps(results))
         return
-    table = Table("A", "B", "cases", "AUROC A-B [95% CI]", "p", "F1 A-B [95% CI]", "p", "McNemar p (A only / B only right)")
+    table = Table("A", "B", "metric", "A", "B", "A - B", "95% CI", "p", "cases",
+                  title="paired comparison on the test split; error verdicts count as wrong")
+    notes = []
     for r in results:
+        for metric, d in (r.get("metrics") or {}).items():
+            table.add_row(r["a"], r["b"], metric, *_diff(d), f"{r['cases']} ({r['errors_a']}/{r['errors_b']} errors)")
         m = r.get("mcnemar")
-        table.add_row(r["a"], r["b"], str(r["cases"]), *_diff(r.get("auroc_diff")), *_diff(r.get("f1_diff")),
-                      f"{m['p_value']:.3g} ({m['a_only_right']} / {m['b_only_right']})" if m else r.get("warning", "-"))
+        t = r.get("thresholds") or [None, None]
+        deg = [f"{side}'s flags every calibration case (DEGENERATE: its F1 only restates the class balance)"
+               for side, d in zip(("A", "B"), r.get("degenerate") or []) if d]
+        notes.append(f"{r['a']} vs {r['b']}: thresholds {_f(t[0], 4)} / {_f(t[1], 4)}, {r['threshold_mode']}"
+                     + "".join(f"; {d}" for d in deg)
+                     + (f"; McNemar p {m['p_value']:.3g} ({m['a_only_right']} cases only A right, "
+                        f"{m['b_only_right']} only B)" if m else "")
+                     + (f"; {r['warning']}" if r.get("warning") else ""))
     console.print(table)
+    for n in notes:
+        console.print(n, highlight=False)
 
 
 @app.command()
@@ -331,27 +361,42 @@ def gate(
     max_rise: Annotated[Optional[list[str]], typer.Option("--max-rise", help="p95_ms=25%, cost_per_1k=0.1: gate latency/cost")] = None,
     min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs")] = 30,
     slices: Annotated[str, typer.Option("--slices", help="all: the whole set; each: every slice too")] = "all",
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="write JUnit XML here")] = None,
-    summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="write JUnit XML here (also on a refusal)")] = None,
+    summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
+    allow_batch_latency: Annotated[bool, typer.Option("--allow-batch-latency", help="gate p50/p95/p99 even where they are batch averages")] = False,
 ) -> None:
-    """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison."""
+    """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison.
+    Thresholds are held at the baseline's; the refit column shows what fitting on this run would give."""
 
     try:
-        result = api.gate(run_dir, baseline, max_drop, max_rise, min_cases, slices, junit, summary)
+        result = api.gate(run_dir, baseline, max_drop, max_rise, min_cases, slices, junit, summary,
+                          allow_batch_latency=allow_batch_latency)
     except VerifybenchError as e:
         _fail(e)
-    table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result")
+    from verifybench.gate import refit_text, status_text
+
+    cases = max((c.cases for c in result.checks), default=0)
+    table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result",
+                  "refit (now @ thr.)",
+                  title=f"gate: the same test-split cases on both sides ({cases} for the whole set; errors count as wrong); "
+                        "thresholds held at the baseline's")
     for c in result.checks:
-        fmt = (lambda x: "-" if x is None else f"{x:.3f}")
-        table.add_row(c.verifier, c.slice, c.metric, fmt(c.baseline), fmt(c.current), fmt(c.drop),
+        shown = status_text(c)
+        table.add_row(c.verifier, c.slice, c.metric, _f(c.baseline), _f(c.current), _f(c.drop),
                       f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-", f"{c.allowed:g}",
-                      "[red]FAIL[/]" if c.status == "fail" else c.status)
+                      f"[red]{shown}[/]" if c.status in ("fail",) or c in result.refused else shown, refit_text(c))
     console.print(table)
     for n in result.notes:
         console.print(f"note: {n}", highlight=False)
+    for c in result.checks:
+        if c.status in ("refused", "skipped"):
+            console.print(f"{c.status}: {c.name}: {c.message}", highlight=False, markup=False)
     for c in result.failed:
         err.print(f"[bold red]regression:[/] {c.name}: {c.message}", highlight=False)
-    console.print("gate passed" if not result.failed else f"gate FAILED: {len(result.failed)} regression(s)")
+    for c in result.refused:
+        err.print(f"[bold red]cannot gate:[/] {c.name}: {c.message}", highlight=False)
+    console.print({0: "gate passed", 1: f"gate FAILED: {len(result.failed)} regression(s)",
+                   2: f"gate REFUSED: {len(result.refused)} metric(s) asked for cannot be gated"}[result.exit_code])
     raise typer.Exit(result.exit_code)
 
 

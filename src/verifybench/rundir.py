@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from pydantic_core import to_json
 
 from verifybench.cases import Case, Verdict
@@ -157,7 +158,26 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
 
 
 def read_verdicts(run_dir: Path) -> list[Verdict]:
-    return [Verdict.model_validate(row) for row in iter_jsonl(run_dir / RESULTS)]
+    """Every complete line of results.jsonl as a Verdict; a line that is not one (a score that is not a
+    number, bad JSON) is an error naming the file, the line and the field."""
+    path = run_dir / RESULTS
+    out = []
+    if not path.exists():
+        return out
+    with open(path, "rb") as f:
+        for line, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                break  # cut short by a killed writer: its batch is re-run on resume
+            if not raw.strip():
+                continue
+            try:
+                out.append(Verdict.model_validate_json(raw))
+            except ValidationError as e:
+                err = e.errors()[0]
+                field = ".".join(str(p) for p in err["loc"])
+                where = f"field {field!r}: " if field else ""
+                raise RunDirError(f"{path}:{line}: not a verdict: {where}{err['msg']}") from None
+    return out
 
 
 def read_case_index(run_dir: Path) -> list[dict[str, Any]]:

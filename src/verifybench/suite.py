@@ -170,6 +170,10 @@ def parse_suite(
             dataset[key] = _relative_paths(dataset[key], base_dir)  # a plugin's "./x" option, as for verifiers
     body = {k: v for k, v in expanded.items() if k not in ("dataset", "verifiers")}
     body.setdefault("name", Path(where).stem)
+    if "metrics" in body:
+        from verifybench.metrics.settings import validate_metrics_block
+
+        validate_metrics_block(body["metrics"], where)  # a typo'd key is an error here, not a silent default
     try:
         suite = Suite(
             dataset=DatasetSpec.model_validate(dataset),

@@ -116,7 +116,7 @@ class DecisionVerifier(Verifier):
         spent = getattr(self.backend, "case_usage", {})
         prices = self.options.prices
         for v in verdicts:
-            v.latency_ms = share_ms
+            v.latency_ms, v.latency_kind = share_ms, "batch"  # one backend call per batch
             if v.case_id in spent:
                 v.usage = dict(spent[v.case_id])
                 if prices is not None and "input_tokens" in v.usage:
