@@ -199,11 +199,14 @@ def test_list_of_dicts_list_of_cases_and_hf_dataset_give_the_same_scores(small, 
     as_dicts = _rouge(small, tmp_path / "dicts", fields=fields)
     as_frame = _rouge(pd.DataFrame(small), tmp_path / "frame", fields=fields)
     as_hf = _rouge(datasets.Dataset.from_list(small), tmp_path / "hf", fields=fields)
+    import pyarrow as pa
+
+    as_arrow = _rouge(pa.Table.from_pylist(small), tmp_path / "arrow", fields=fields)  # read as its pandas frame
     cases = [Case(id=r["id"], dataset="cases", doc_type=r["doc_type"], split=r["split"], response=r["response"],
                   sources=r["sources"],
                   label=r["label"] == "hallucinated", meta=r["meta"]) for r in small]
     as_cases = _rouge(cases, tmp_path / "cases")
-    scores = [r.verdicts.set_index("case_id")["score"].sort_index() for r in (as_dicts, as_frame, as_hf, as_cases)]
+    scores = [r.verdicts.set_index("case_id")["score"].sort_index() for r in (as_dicts, as_frame, as_hf, as_arrow, as_cases)]
     for other in scores[1:]:
         pd.testing.assert_series_equal(scores[0], other)
     # 40 cases are too few to fit a threshold: no flag is made up.

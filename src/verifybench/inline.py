@@ -78,9 +78,11 @@ class Source:
     to stream them."""
 
     def __init__(self, cases: Any):
-        self.cases = cases
         self.list_cells = False
         module = type(cases).__module__.split(".")[0]
+        if module in ("polars", "pyarrow") and hasattr(cases, "to_pandas"):
+            cases, module = cases.to_pandas(), "pandas"  # another table library: read as its pandas frame
+        self.cases = cases
         if module == "pandas" and type(cases).__name__ == "DataFrame":
             dup = cases.columns[cases.columns.duplicated()].tolist()
             if dup:
