@@ -16,7 +16,7 @@ from verifybench.verifiers.compliance import (
     Document, HybridIndex, LLMExtractor, RuleExtractor, TwoStagePipeline, VerificationCriterion, claims_compliance,
     load_corpus, match_criteria,
 )
-from verifybench.verifiers.judge.backends import OpenAICompatible
+from verifybench.verifiers.llm import OpenAICompatible
 
 STANDARD = Document(id="STD-BC", doc_type="standard", metadata={"ingredient_code": "BC-204"}, text=(
     "V-Label criteria. Requirements for beta-carotene (ingredient code BC-204).\n"

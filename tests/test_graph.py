@@ -34,7 +34,7 @@ from verifybench.verifiers.graph.entailment import Checker
 from verifybench.verifiers.graph.facts import FactsError, load_facts
 from verifybench.verifiers.graph.kg import KnowledgeGraph
 from verifybench.verifiers.graph.verifier import GraphVerifier
-from verifybench.verifiers.judge.backends import Backend, Completion
+from verifybench.verifiers.llm import Backend, Completion
 
 CUSTOMERS = """customer_id,name,tier
 C-184,Dana Ortiz,gold

@@ -12,22 +12,22 @@ the final answer through the `graph` verifier).
          expected value; entailed claims go back as the grounded tool result
       -> repeat until the model answers, at most `max_steps` model calls
 
-The model is any `verifybench.verifiers.judge.backends.Backend` (OpenAI-compatible, Anthropic,
-llama.cpp), so the loop runs against a real model or, in tests, a scripted one. Tool results and
-rejections go back as user messages holding JSON, which every chat backend accepts (no
+The model is reached through the LLM layer (`verifybench.verifiers.llm`): an `LLMClient`, or any
+`Backend` (OpenAI-compatible, Anthropic, llama.cpp, or in tests a scripted one), which then gets the
+default retry policy, so a 429 or a 5xx is retried rather than ending the conversation. Tool results
+and rejections go back as user messages holding JSON, which every chat backend accepts (no
 provider-specific tool-call protocol).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifybench.verifiers.graph.claims import KINDS, Rejection, gate1
 from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
-from verifybench.verifiers.judge.backends import Backend
+from verifybench.verifiers.llm import Backend, LLMClient, Usage, try_json_object
 
 TOOL = "check_refund_claims"
 
@@ -61,6 +61,7 @@ class AgentResult:
     grounded: list[ClaimCheck]
     steps: list[Step]
     messages: list[dict]
+    usage: Usage = field(default_factory=Usage)  # the model calls: requests, retries, tokens
 
     @property
     def stopped(self) -> str:
@@ -68,14 +69,8 @@ class AgentResult:
 
 
 def parse_action(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model reply (a fenced block or the outermost braces), or None."""
-    fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.DOTALL)
-    candidate = fenced.group(1) if fenced else text[text.find("{"): text.rfind("}") + 1]
-    try:
-        obj = json.loads(candidate)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+    """The JSON object in a model reply (bare, fenced, or after a sentence), or None."""
+    return try_json_object(text)
 
 
 def rejection_message(rejections: list[Rejection], checks: list[ClaimCheck]) -> str:
@@ -102,17 +97,18 @@ class TwoGateAgent:
     """Runs the loop for one question at a time.
 
     Args:
-        backend: the chat model (judge/backends.py).
+        backend: the chat model: an `LLMClient`, or a `Backend` that gets the default retry policy.
         checker: gate 2 over a knowledge graph (entailment.Checker).
         max_steps: the most model calls per question.
         temperature, max_tokens, timeout_s, seed: passed to the backend on every call.
     """
 
-    def __init__(self, backend: Backend, checker: Checker, max_steps: int = 6, temperature: float = 0.0,
+    def __init__(self, backend: LLMClient | Backend, checker: Checker, max_steps: int = 6, temperature: float = 0.0,
                  max_tokens: int = 512, timeout_s: float = 60.0, seed: int | None = 0):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
-        self.backend, self.checker = backend, checker
+        self.client = backend if isinstance(backend, LLMClient) else LLMClient(backend, timeout_s=timeout_s)
+        self.checker = checker
         self.max_steps, self.temperature, self.max_tokens = max_steps, temperature, max_tokens
         self.timeout_s, self.seed = timeout_s, seed
 
@@ -121,15 +117,15 @@ class TwoGateAgent:
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
         steps: list[Step] = []
         grounded: dict[tuple[str, str], ClaimCheck] = {}
+        usage = Usage()
         for _ in range(self.max_steps):
-            reply = self.backend.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens,
-                                          seed=self.seed, logprobs=False, json_mode=True,
-                                          timeout=self.timeout_s).text
+            reply = self.client.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens,
+                                         seed=self.seed, logprobs=False, json_mode=True, usage=usage).text
             messages.append({"role": "assistant", "content": reply})
             action = parse_action(reply)
             if action is not None and isinstance(action.get("final"), str) and "claims" not in action:
                 steps.append(Step(reply, "final"))
-                return AgentResult(action["final"], list(grounded.values()), steps, messages)
+                return AgentResult(action["final"], list(grounded.values()), steps, messages, usage)
             if action is None or action.get("tool") != TOOL:
                 step = Step(reply, "invalid", feedback=json.dumps({
                     "error": f'reply with only a JSON object: {{"tool": "{TOOL}", "claims": [...]}} or {{"final": "..."}}'}))
@@ -147,4 +143,4 @@ class TwoGateAgent:
                         step.feedback = rejection_message([], step.checks)
             steps.append(step)
             messages.append({"role": "user", "content": step.feedback})
-        return AgentResult(None, list(grounded.values()), steps, messages)
+        return AgentResult(None, list(grounded.values()), steps, messages, usage)

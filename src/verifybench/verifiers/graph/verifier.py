@@ -19,7 +19,6 @@ knowledge graph.
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,11 +65,7 @@ class GraphVerifier(Verifier):
     name = "graph"
     description = "structured claims checked by two gates against an executable refund knowledge graph (RelationalAI)"
     Options = GraphOptions
-
-    def __init__(self, id: str | None = None, **options):
-        super().__init__(id, **options)
-        self._checker: Checker | None = None
-        self._lock = threading.Lock()
+    lazy = ("_checker",)
 
     @property
     def config(self) -> dict:
@@ -86,22 +81,21 @@ class GraphVerifier(Verifier):
 
     def checker(self) -> Checker:
         """The gate-2 checker over a freshly built knowledge graph (built on first use)."""
-        with self._lock:
-            if self._checker is None:
-                from verifybench.verifiers.graph.facts import load_facts
-                from verifybench.verifiers.graph.kg import KnowledgeGraph
+        return self._build_once("_checker", self._make_checker)
 
-                o = self.options
-                if o.source_tables is not None:
-                    # Facts live in the user's own tables: only their column types are needed here.
-                    facts = load_facts(resolve_facts(o.facts)) if o.facts else _empty_facts()
-                else:
-                    facts = load_facts(resolve_facts(o.facts))
-                checker = Checker(KnowledgeGraph(facts, o.rai_config, o.source_tables, o.check_snowflake_portability),
-                                  o.mode)
-                checker.prepare()
-                self._checker = checker
-            return self._checker
+    def _make_checker(self) -> Checker:
+        from verifybench.verifiers.graph.facts import load_facts
+        from verifybench.verifiers.graph.kg import KnowledgeGraph
+
+        o = self.options
+        if o.source_tables is not None:
+            # Facts live in the user's own tables: only their column types are needed here.
+            facts = load_facts(resolve_facts(o.facts)) if o.facts else _empty_facts()
+        else:
+            facts = load_facts(resolve_facts(o.facts))
+        checker = Checker(KnowledgeGraph(facts, o.rai_config, o.source_tables, o.check_snowflake_portability), o.mode)
+        checker.prepare()
+        return checker
 
     def weight(self, status: str) -> float:
         return {"entailed": 0.0, "unsupported": self.options.unsupported_score,
@@ -125,8 +119,7 @@ class GraphVerifier(Verifier):
         except Exception as e:  # noqa: BLE001 - a broken graph fails the cases that needed it, with the reason
             for i, accepted, rejected in gated:
                 # A case whose claims gate 1 rejected entirely never needed the graph: its verdict stands.
-                verdicts[i] = (Verdict(case_id=batch[i].id, verifier=self.id, error=f"{type(e).__name__}: {e}")
-                               if accepted else self._verdict(batch[i], [], rejected))
+                verdicts[i] = (self.error_verdict(batch[i], e) if accepted else self._verdict(batch[i], [], rejected))
             return verdicts  # type: ignore[return-value]
         at = 0
         for i, accepted, rejected in gated:
@@ -148,13 +141,6 @@ class GraphVerifier(Verifier):
         score = 0.9 * max(weights) + 0.1 * sum(w > 0 for w in weights) / len(weights)
         counts = {s: sum(u.status == s for u in units) for s in ("entailed", "contradicted", "unsupported", "conflict", "rejected")}
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units, detail={"statuses": counts})
-
-    def __getstate__(self):
-        return {**self.__dict__, "_checker": None, "_lock": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
 
 def _claim_text(raw: Any) -> str:
