@@ -323,7 +323,7 @@ def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_
     pairs = {(r["a"], r["b"]) for r in results}
     assert ("rouge", "nli") in pairs and ("anchors", "nli") in pairs and ("nli", "logged") in pairs
     same = next(r for r in results if (r["a"], r["b"]) == ("nli", "logged"))
-    assert abs(same["auroc_diff"]["diff"]) < 0.01 and same["cases"] > 0
+    assert abs(same["metrics"]["auroc"]["diff"]) < 0.01 and same["cases"] > 0
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import SuiteError
-from verifybench.verifiers.base import Verifier
+from verifybench.verifiers.base import Verifier, operational
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 EXAMPLES = 5
@@ -268,6 +268,8 @@ class ScoresVerifier(Verifier):
     name = "scores"
     description = "precomputed scores from a case field or a predictions file (CSV, JSONL, Parquet), as a verifier"
     Options = ScoresOptions
+    # A worker reads the file itself rather than receiving a million rows through pickle.
+    lazy = ("_table",)
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
@@ -275,7 +277,6 @@ class ScoresVerifier(Verifier):
         # What the metrics read from the manifest: a 0/1 decision has one operating point, not a curve.
         self.binary = o.binary
         self.probabilistic = o.probabilistic
-        self._table: Predictions | None = None
         self._sha = None
         if o.field is not None:
             if o.field.split(".")[0] not in CASE_FIELDS:
@@ -303,15 +304,9 @@ class ScoresVerifier(Verifier):
 
     @property
     def table(self) -> Predictions:
-        if self._table is None:
-            o = self.options
-            extra = [c for c in (o.latency_column, o.cost_column) if c]
-            self._table = Predictions(self._path, self._fmt, o.key, o.column, extra)
-        return self._table
-
-    def __getstate__(self):
-        # A worker reads the file itself rather than receiving a million rows through pickle.
-        return {**self.__dict__, "_table": None}
+        o = self.options
+        extra = [c for c in (o.latency_column, o.cost_column) if c]
+        return self._build_once("_table", lambda: Predictions(self._path, self._fmt, o.key, o.column, extra))
 
     # -- scoring ------------------------------------------------------------------------------------
     def convert(self, value: float, where: str) -> float:

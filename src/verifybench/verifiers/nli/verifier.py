@@ -31,7 +31,7 @@ from verifybench.cases import Case, Unit, Verdict
 from verifybench.errors import SuiteError
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import claims, detect_language, sentences
-from verifybench.verifiers.base import Verifier, default_cache
+from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
 from verifybench.verifiers.nli.windows import Piece, Window, cut_pieces, pack_windows
 
@@ -52,8 +52,8 @@ class NLIOptions(BaseModel):
     entail_label: str | int | None = Field(None, description="the label (name or index) meaning 'supported'; "
                                            "default: a label named entailment/supported/consistent")
     max_length: int | None = Field(None, ge=16, description="tokens the model reads; default: the model's own limit")
-    batch_size: int = Field(16, ge=1)
-    device: str = Field("auto", description="auto (cuda when available), cpu, cuda, cuda:1, mps")
+    batch_size: int = operational(16, ge=1)
+    device: str = operational("auto", description="auto (cuda when available), cpu, cuda, cuda:1, mps")
     aggregate: Literal["summac", "minicheck", "pair"] = "summac"
     claim_reduce: Literal["min", "mean"] = Field("min", description="(summac) how unit supports combine")
     hypothesis: Literal["sentences", "claims"] = Field("sentences", description="(summac) how the response is cut")
@@ -68,9 +68,9 @@ class NLIOptions(BaseModel):
                                       "embedding model ranks closest; default: every window")
     selector_model: str = Field("minilm", description="(top_k_windows) the embedding model ranking windows")
     support_threshold: float = Field(0.5, description="labels units supported/unsupported in the details only")
-    cache_dir: str | None = Field(default_factory=lambda: default_cache("nli"), description="null: no disk cache")
-    embedding_cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"),
-                                            description="(top_k_windows) the anchors embedding cache")
+    cache_dir: str | None = operational(default_factory=lambda: default_cache("nli"), description="null: no disk cache")
+    embedding_cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"),
+                                                  description="(top_k_windows) the anchors embedding cache")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -86,7 +86,7 @@ class _Prepared:
 
     __slots__ = ("case", "language", "pieces", "windows", "window_tokens", "chosen", "cosine", "error")
 
-    def __init__(self, case: Case, error: str | None = None):
+    def __init__(self, case: Case, error: BaseException | None = None):
         self.case, self.error = case, error
         self.language = "en"
         self.pieces: list[Piece] = []
@@ -106,6 +106,7 @@ class NLIVerifier(Verifier):
                    "response sentences, SummaC- or MiniCheck-style aggregation")
     probabilistic = True
     Options = NLIOptions
+    lazy = ("_cache", "_selector")
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
@@ -115,31 +116,21 @@ class NLIVerifier(Verifier):
         # The config only (a small JSON file, no weights): a wrong label is a suite error before any case.
         self.labels = self.model.labels()
         self.entail_index = resolve_entail_label(self.labels, o.entail_label, f"verifier {self.id!r} (nli)")
-        self._cache: PairCache | None = None
-        self._selector: CachedEncoder | None = None
         self._memo: dict[tuple, object] = {}
         self._cached_share = 0.0
 
     @property
-    def config(self) -> dict:
-        # Where caches live, how large a batch is and which device runs it do not change a score.
-        exclude = {"cache_dir", "embedding_cache_dir", "batch_size", "device"}
-        return {"name": self.name, **self.options.model_dump(mode="json", exclude=exclude)}
-
-    @property
     def cache(self) -> PairCache:
-        if self._cache is None:
-            self._cache = PairCache(self.model.model_id, self.options.cache_dir)
-        return self._cache
+        return self._build_once("_cache", lambda: PairCache(self.model.model_id, self.options.cache_dir))
 
     @property
     def selector(self) -> CachedEncoder:
-        if self._selector is None:
-            self._selector = CachedEncoder(make_encoder(self.options.selector_model), self.options.embedding_cache_dir)
-        return self._selector
+        return self._build_once("_selector", lambda: CachedEncoder(make_encoder(self.options.selector_model),
+                                                                   self.options.embedding_cache_dir))
 
     def __getstate__(self):
-        return {**self.__dict__, "_cache": None, "_selector": None, "_memo": {}}
+        # The model's weights stay behind too (PairModel drops them); the sentence memo starts afresh.
+        return {**super().__getstate__(), "_memo": {}}
 
     # -- cutting --------------------------------------------------------------------------------------
     def _language(self, text: str) -> str:
@@ -233,7 +224,7 @@ class NLIVerifier(Verifier):
             except SuiteError:
                 raise
             except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
-                prepared.append(_Prepared(case, f"{type(e).__name__}: {e}"))
+                prepared.append(_Prepared(case, e))
         if self.options.top_k_windows:
             self._select(prepared)
         # Every pair of the batch in one call: batching across cases is where the throughput is.
@@ -248,12 +239,12 @@ class NLIVerifier(Verifier):
         out = []
         for p in prepared:
             if p.error is not None:
-                out.append(Verdict(case_id=p.case.id, verifier=self.id, error=p.error))
+                out.append(self.error_verdict(p.case, p.error))
                 continue
             try:
                 out.append(self._judge(p, table))
             except Exception as e:  # noqa: BLE001
-                out.append(Verdict(case_id=p.case.id, verifier=self.id, error=f"{type(e).__name__}: {e}"))
+                out.append(self.error_verdict(p.case, e))
         return out
 
     def _judge(self, p: _Prepared, table: dict) -> Verdict:

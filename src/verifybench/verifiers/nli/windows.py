@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from verifybench.verifiers.anchors.text import Span
+from verifybench.verifiers.anchors.text import Sentence
 
 Counter = Callable[[Sequence[str]], list[int]]  # texts -> tokens of each, without special tokens
 _WORD = re.compile(r"\S+")
@@ -63,7 +63,7 @@ def split_long(text: str, start: int, end: int, count: Counter, budget: int) -> 
     return out
 
 
-def pack_windows(text: str, source_id: str, sentences: list[Span], counts: list[int], budget: int,
+def pack_windows(text: str, source_id: str, sentences: list[Sentence], counts: list[int], budget: int,
                  overlap: int = 1, max_sentences: int | None = None, count: Counter | None = None) -> list[Window]:
     """Sentences of one source packed into windows of at most `budget` tokens (and `max_sentences`)."""
     units: list[tuple[int, int, int]] = []
