@@ -149,6 +149,7 @@ def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settin
     s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), where=manifest["suite"].get("path") or "<suite>",
                             **overrides)
     s.probabilistic = {v["id"] for v in manifest["verifiers"] if v.get("probabilistic")}
+    s.binary = {v["id"] for v in manifest["verifiers"] if v.get("binary")}
     if (run_dir / POLICY).exists() and "policy" not in overrides:
         s.by, s.policy = load_policy(run_dir / POLICY)
     return s
@@ -203,11 +204,37 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)
+    for vid, said in verifier_notes(manifest, {c["id"] for c in cases}).items():
+        if vid in metrics["verifiers"]:
+            metrics["verifiers"][vid]["notes"] = said
+        notes += [f"{vid}: {n}" for n in said]
     for picks in worst.values():
         for p in picks:
             p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
     write_json(run_dir / METRICS, metrics)
     return report_mod.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
+
+
+def verifier_notes(manifest: dict[str, Any], case_ids: set[str]) -> dict[str, list[str]]:
+    """What verifiers have to say about a run as a whole, once all its cases are known (a predictions
+    file's ids that match no case): from each verifier class that has `run_notes(case_ids)`, rebuilt
+    from the manifest's config. A verifier that cannot be rebuilt here says so instead."""
+    out: dict[str, list[str]] = {}
+    for v in manifest["verifiers"]:
+        try:
+            cls = get_verifier_class(v["name"])
+        except VerifybenchError:
+            continue
+        if not callable(getattr(cls, "run_notes", None)):
+            continue
+        options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
+        try:
+            said = cls(id=v["id"], **options).run_notes(case_ids)
+        except Exception as e:  # noqa: BLE001 - a note that cannot be made must not lose the report
+            said = [f"could not be checked after the run ({type(e).__name__}: {e})"]
+        if said:
+            out[v["id"]] = list(said)
+    return out
 
 
 def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", min_per_class: int | None = None,

@@ -218,7 +218,7 @@ class Runner:
                         "options": self.suite.dataset.options, "files_hashed": self._files_hashed, **counts},
             "verifiers": [
                 {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash,
-                 "probabilistic": v.probabilistic}
+                 "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False))}
                 for v in self.verifiers
             ],
             "executor": self._executor_info,
