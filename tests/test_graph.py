@@ -396,7 +396,7 @@ def test_the_suite_maps_claims_through_the_jsonl_loader(root):
     cases = list(iter_cases(suite.dataset))
     assert len(cases) == 384 and all(c.claims for c in cases)
     assert {c.split for c in cases} == {"calibration", "test"}
-    assert [e.name for e in suite.verifiers] == ["rouge", "bleu", "anchors", "graph"]
+    assert [e.id for e in suite.verifiers] == ["rouge", "bleu", "anchors", "graph", "graph-prose"]
 
 
 def test_switching_the_connection_is_configuration_only(tmp_path, facts_dir):

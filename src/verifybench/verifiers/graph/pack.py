@@ -37,7 +37,7 @@ COLUMN_TYPES = ("text", "name", "int", "percent", "money", "bool", "date")
 FACT_FORMATS = (".csv", ".parquet")
 # Placeholders an extraction pattern may use for its value; each becomes the named group `value`.
 PLACEHOLDERS = {
-    "money": r"(?:[$€£]\s?)?\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?(?:\s?(?:USD|EUR|GBP))?|(?:[$€£]\s?)?\d+(?:\.\d{1,2})?",
+    "money": r"(?:[$€£]\s?)?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d{1,2})?(?:\s?(?:USD|EUR|GBP))?",
     "days": r"\d+(?:\s*(?:calendar\s+|working\s+|business\s+)?days?)?",
     "int": r"\d+",
     "date": (r"\d{4}-\d{2}-\d{2}|\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}"
