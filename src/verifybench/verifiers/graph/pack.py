@@ -316,7 +316,7 @@ def _mapping(where: _Where, value: Any, *keys) -> dict:
 def _known(where: _Where, data: dict, allowed: set[str], *keys) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise where.error(f"unknown key(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}", *keys)
+        raise where.error(f"unknown key(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}", *keys, extra[0])
 
 
 def _parse(folder: Path, spec: Path) -> Pack:
