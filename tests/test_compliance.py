@@ -367,7 +367,8 @@ def test_the_edition_in_force_at_a_date():
     from verifybench.verifiers.compliance.standards import in_force
 
     docs = [*EDITIONS, INTRO]  # the introduction has no edition: always in force
-    ids = lambda date: [docs[i].id for i in in_force(docs, date)]  # noqa: E731
+    def ids(date):
+        return [docs[i].id for i in in_force(docs, date)]
     assert ids(dt.date(2023, 5, 1)) == ["VL-2021", "STD-INTRO"]
     assert ids(dt.date(2024, 7, 1)) == ["VL-2024", "STD-INTRO"]  # the day it takes effect
     assert ids(None) == ["VL-2027", "STD-INTRO"]  # no date: the latest edition

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers.fake_llm import FakeLLM
+
 from verifybench.cases import Case
 from verifybench.verifiers.graph.agent import TwoGateAgent, check_answer
 from verifybench.verifiers.graph.claims import gate1

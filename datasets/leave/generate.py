@@ -143,8 +143,9 @@ def sentence(rng: random.Random, claim_type: str, value, rid: str, leave_type: s
                                     f"Unfortunately request {rid} has been declined."]),
         "return_date": lambda: [f"You are back at work on {written_date(rng, value)}.",
                                 f"Your first day back is {written_date(rng, value)}."],
-        "leave_pay": lambda: [f"You will be paid ${money(value)} for the leave.", f"The leave pays ${value // 100:,}."
-                              f"{value % 100:02d}.", f"Leave pay comes to ${money(value)}."],
+        "leave_pay": lambda: [f"You will be paid ${money(value)} for the leave.",
+                              f"The leave pays ${value // 100:,}.{value % 100:02d}.",  # thousands with commas
+                              f"Leave pay comes to ${money(value)}."],
         "paid_leave": lambda: (["This leave is paid.", "It is paid leave under your plan."] if value else
                                ["This leave is unpaid.", "No pay is due for this leave."]),
         "remaining_days": lambda: [f"You have {value} days of {lt} leave left.",

@@ -30,6 +30,7 @@ from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
 from verifybench.verifiers.graph.pack import Pack
 from verifybench.verifiers.judge.backends import Backend
 
+
 def system_prompt(pack: Pack) -> str:
     """The loop's instructions for one pack: its claim types and its tool."""
     entity = pack.subject_table.entity

@@ -100,8 +100,8 @@ def parse_date(value: Any) -> dt.date:
         return value.date()
     if isinstance(value, dt.date):
         return value
-    if not isinstance(value, str):
-        raise ValueError(f"expected a date (YYYY-MM-DD or '14 March 2026'), got {value!r}")
+    if not isinstance(value, str):  # pydantic validators report ValueError, not TypeError
+        raise ValueError(f"expected a date (YYYY-MM-DD or '14 March 2026'), got {value!r}")  # noqa: TRY004
     text = " ".join(_ORDINAL.sub(r"\1", value.strip().replace(".", " ").replace(",", ", ")).split()).replace(" ,", ",")
     for fmt in _DATE_FORMATS:
         try:

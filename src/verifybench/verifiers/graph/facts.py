@@ -66,7 +66,7 @@ def _bool(v: Any) -> bool:
 
 def _int(v: Any) -> int:
     if isinstance(v, (bool, np.bool_)):
-        raise ValueError(f"{v!r} is not a whole number")
+        raise ValueError(f"{v!r} is not a whole number")  # noqa: TRY004 - a cell error, reported as such
     try:
         n = int(_text(v))
     except ValueError:
@@ -111,12 +111,6 @@ class Facts:
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return self.frames
-
-    def __getattr__(self, name: str) -> pd.DataFrame:  # facts.orders, facts.customers
-        frames = self.__dict__.get("frames") or {}
-        if name in frames:
-            return frames[name]
-        raise AttributeError(name)
 
 
 def _rows_of_file(path: Path, table: Table) -> tuple[list[str], list[tuple[int, dict]], str]:

@@ -112,7 +112,7 @@ class KnowledgeGraph:
 
     def _claim_view(self) -> None:
         """`Subject.vb_derives(claim_type, value text, rule, basis)` from every claim type's relationship."""
-        from relationalai.semantics import Bool, Date, Integer, String
+        from relationalai.semantics import Date, Integer, String
         from relationalai.semantics.std import datetime as rdt
         from relationalai.semantics.std import strings
 

@@ -237,7 +237,7 @@ def _entry_point_folder(name: str) -> Path:
     ep = next(ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name)
     try:
         obj = ep.load()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever a plugin raises on import, say which pack it was
         raise PackError(f"graph pack {name!r} (entry point {ep.value!r}) cannot be loaded: {e}") from None
     if isinstance(obj, ModuleType):
         return Path(obj.__file__).parent
