@@ -259,20 +259,26 @@ def resolve(domain: str | Path) -> Path:
     raise PackError(f"graph domain {text!r}: not a pack folder, and no pack of that name (known: {', '.join(names)})")
 
 
-_cache: dict[tuple[str, float], Pack] = {}
+_cache: dict[str, tuple[tuple[float, float], Pack]] = {}
+
+
+def _mtime(path: Path) -> float:
+    return path.stat().st_mtime if path.is_file() else -1.0
 
 
 def load_pack(domain: str | Path) -> Pack:
-    """Read and check a pack's pack.yaml (the rules module is imported later, on first use)."""
+    """Read and check a pack's pack.yaml (the rules module is imported later, on first use). The same
+    pack is loaded once per process until its pack.yaml or rules file changes."""
     folder = resolve(domain).resolve()
     spec = folder / "pack.yaml"
     if not spec.is_file():
         raise PackError(f"{folder}: no pack.yaml in this folder")
-    key = (str(spec), spec.stat().st_mtime)
     with _module_lock:
-        if key not in _cache:
-            _cache[key] = _parse(folder, spec)
-        return _cache[key]
+        hit = _cache.get(str(spec))
+        if hit is None or hit[0] != (_mtime(spec), _mtime(hit[1].rules_file)):
+            pack = _parse(folder, spec)
+            _cache[str(spec)] = ((_mtime(spec), _mtime(pack.rules_file)), pack)
+        return _cache[str(spec)][1]
 
 
 # -- pack.yaml -------------------------------------------------------------------------------------------
