@@ -189,13 +189,14 @@ class Claim(BaseModel):
     @model_validator(mode="after")
     def _normalise(self, info: ValidationInfo) -> Claim:
         schema: Schema = (info.context or {})["schema"]
-        self.written_type = self.claim_type
-        self.claim_type = schema.canonical(self.claim_type)
-        self.kind = schema.kind(self.claim_type)
+        claim_type = schema.canonical(self.claim_type)
+        kind = schema.kind(claim_type)
         try:
-            self.normalised = normalise(self.kind, self.value)
+            normalised = normalise(kind, self.value)
         except ValueError as e:
-            raise ValueError(f"value for {self.claim_type}: {e}") from None
+            raise ValueError(f"value for {claim_type}: {e}") from None
+        # Straight into __dict__: BaseModel.__setattr__ costs about 3 us a field, a third of gate 1's time.
+        self.__dict__.update(written_type=self.claim_type, claim_type=claim_type, kind=kind, normalised=normalised)
         return self
 
 

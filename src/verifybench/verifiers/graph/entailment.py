@@ -39,6 +39,7 @@ from verifybench.verifiers.graph.kg import KnowledgeGraph
 from verifybench.verifiers.graph.pack import NO_BASIS, Pack, Rule
 
 STATUSES = ("entailed", "contradicted", "unsupported", "conflict", "rejected")
+_UNDESCRIBED = Rule("(not described in the pack's RULES)")
 MODES = ("materialised", "live")
 
 
@@ -142,6 +143,7 @@ class Checker:
         self._subject_key: dict[str, int] = {}
         self._basis: dict[str, dict[str, str]] = {}
         self._rules: dict[str, Rule] = {}
+        self._rule_facts: dict[str, list[tuple[str, bool, str]]] = {}
         self._facts_rows: list[dict] | None = None  # live mode: the proof facts of each subject
         self._store = None  # in-process DuckDB holding the derived values (materialised mode)
         self._store_lock = threading.Lock()
@@ -170,6 +172,9 @@ class Checker:
         self._rules = self.pack.rule_texts
         frames = self.kg.table_frames()
         basis_entity = self.pack.tables[self.pack.basis].entity if self.pack.basis else None
+        # Per rule, its facts and whether each is a fact of the basis record: what every proof step reads.
+        self._rule_facts = {rid: [(name, name.partition(".")[0] == basis_entity, f"{name}[") for name in r.facts]
+                            for rid, r in self._rules.items()}
         self._fact_names = sorted({f for r in self._rules.values() for f in r.facts
                                    if f.partition(".")[0] != basis_entity})
         facts = fact_texts(self.pack, frames, self._fact_names)
@@ -279,15 +284,15 @@ class Checker:
                           reason=f"the {what} is {expected[0]}, not {display(claim.kind, claim.normalised)}")
 
     def _proof(self, claim: Claim, rows: list[dict]) -> dict[str, Any]:
-        basis_entity = self.pack.tables[self.pack.basis].entity if self.pack.basis else None
         steps = []
-        for r in sorted(rows, key=lambda r: (r["rule"], r["basis"])):
-            rule = self._rules.get(r["rule"], Rule("(not described in the pack's RULES)"))
+        for r in sorted(rows, key=lambda r: (r["rule"], r["basis"])) if len(rows) > 1 else rows:
+            rule = self._rules.get(r["rule"], _UNDESCRIBED)
             basis = r["basis"]
+            basis_facts = self._basis.get(basis, {})
             facts = {}
-            for name in rule.facts:
-                if name.partition(".")[0] == basis_entity:
-                    facts[f"{name}[{basis}]"] = self._basis.get(basis, {}).get(name)
+            for name, of_basis, prefix in self._rule_facts.get(r["rule"], ()):
+                if of_basis:
+                    facts[f"{prefix}{basis}]"] = basis_facts.get(name)
                 elif name in r:
                     facts[name] = r[name]
             steps.append({"rule": r["rule"], "statement": rule.text, "value": display(claim.kind, r["value"]),
