@@ -16,7 +16,7 @@ from verifybench.verifiers.compliance import (
     Document, HybridIndex, LLMExtractor, RuleExtractor, TwoStagePipeline, VerificationCriterion, claims_compliance,
     load_corpus, match_criteria,
 )
-from verifybench.verifiers.judge.backends import OpenAICompatible
+from verifybench.verifiers.llm import OpenAICompatible
 
 STANDARD = Document(id="STD-BC", doc_type="standard", metadata={"ingredient_code": "BC-204"}, text=(
     "V-Label criteria. Requirements for beta-carotene (ingredient code BC-204).\n"
@@ -443,3 +443,36 @@ def test_llm_extractor_requirements_get_their_clause_from_the_excerpt_text():
     assert (ref.doc_id, ref.clause, ref.edition) == ("VL-2021", "2.3.1", "2021")
     assert c.ref("prohibited_processing_aids", "shellac") is None
     assert c.ref("max_threshold_ppm").clause == "2.3.4" and c.ref("carrier_restrictions").clause == "2.3.2"
+
+
+def test_the_llm_extractor_on_the_local_backend_audits_an_edition_and_counts_its_calls(tmp_path):
+    # `backend: local` with a base_url talks to that server as llama.cpp's (the schema inside json_object);
+    # a 429 is retried; the verdict carries the edition read, the clause found in the text, and the calls
+    # (a local model costs nothing).
+    reply = json.dumps({"ingredient_name": "beta-carotene", "prohibited_processing_aids": ["pork gelatin"],
+                        "carrier_restrictions": ["plant glycerol", "sunflower lecithin"], "required_lab_tests": [],
+                        "max_threshold_ppm": 0.1, "threshold_analyte": "animal DNA"})
+    server = FakeLLM([429, reply])
+    try:
+        verifier = build("compliance", corpus=str(edition_corpus(tmp_path / "c.jsonl")), dense=False, extractor="llm",
+                         llm={"backend": "local", "model": "smollm2", "base_url": server.base_url,
+                              "backoff_s": 0.01, "max_backoff_s": 0.02})
+        case = seed_case("LOT-7", "Yes, lot LOT-7 is compliant.")
+        case.meta["audit_date"] = "2025-06-01"
+        (verdict,) = verifier.verify([case])
+        assert server.requests[-1]["response_format"]["type"] == "json_object"
+        assert "schema" in server.requests[-1]["response_format"]
+    finally:
+        server.close()
+    assert verdict.error is None, verdict.error
+    assert (verdict.detail["audit"], verdict.detail["editions"]) == ("violated", ["V-LABEL 2024"])  # 0.3 > 0.1
+    threshold = next(u for u in verdict.units if u.detail["kind"] == "threshold")
+    assert (threshold.detail["edition"], threshold.detail["clause"]) == ("2024", "4.3.4")
+    assert (verdict.usage["requests"], verdict.usage["retries"]) == (2, 1) and verdict.cost_usd == 0.0
+    # The backend and model are in the config hash; how patient the client is is not.
+    patient = build("compliance", corpus="c.jsonl", extractor="llm", llm={"backend": "local", "model": "smollm2",
+                                                                          "retries": 9, "timeout_s": 5})
+    assert patient.config_hash == build("compliance", corpus="c.jsonl", extractor="llm",
+                                        llm={"backend": "local", "model": "smollm2"}).config_hash
+    assert patient.config_hash != build("compliance", corpus="c.jsonl", extractor="llm",
+                                        llm={"backend": "openai", "model": "smollm2"}).config_hash

@@ -13,7 +13,7 @@ from verifybench.errors import SuiteError
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.metrics.curves import auroc
 from verifybench.verifiers import build
-from verifybench.verifiers.decision.policy import PolicyOptions, decide
+from verifybench.verifiers.decision.triage import TriageOptions, decide
 from verifybench.verifiers.decision.questions import UnitAnswers
 from verifybench.verifiers.decision.units import DecisionUnit, split_units, state_for
 
@@ -68,7 +68,7 @@ def test_policy_drops_flags_ranks_trims_and_escalates():
         "u7": UnitAnswers(instructions=0.0, citation={"supports": 0.1, "does_not_support": 0.85, "cannot_determine": 0.05}),
         "u8": UnitAnswers(instructions=0.0, citation={"supports": 0.5, "does_not_support": 0.3, "cannot_determine": 0.2}),
     }
-    opts = PolicyOptions(context_budget_tokens=25, min_relevance=0.1, escalate_below=0.75)  # one 10-token unit each
+    opts = TriageOptions(context_budget_tokens=25, min_relevance=0.1, escalate_below=0.75)  # one 10-token unit each
     got = decide(units, answers, opts, THRESHOLDS)
     assert actions(got) == {"u1": "drop", "u2": "flag", "u3": "keep", "u4": "trim", "u5": "trim",
                             "u6": "keep", "u7": "flag", "u8": "escalate"}
@@ -81,8 +81,8 @@ def test_policy_drops_flags_ranks_trims_and_escalates():
 def test_policy_thresholds_from_options_override_the_backend():
     units = [unit("u1")]
     answers = {"u1": UnitAnswers(instructions=0.6, relevance=0.5, contradiction=0.6)}
-    assert actions(decide(units, answers, PolicyOptions(), THRESHOLDS)) == {"u1": "drop"}
-    strict = PolicyOptions(drop_instructions_at=0.7, flag_contradiction_at=0.7)
+    assert actions(decide(units, answers, TriageOptions(), THRESHOLDS)) == {"u1": "drop"}
+    strict = TriageOptions(drop_instructions_at=0.7, flag_contradiction_at=0.7)
     assert actions(decide(units, answers, strict, THRESHOLDS)) == {"u1": "keep"}
 
 

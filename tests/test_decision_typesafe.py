@@ -51,12 +51,14 @@ def test_round_trip_scores_come_from_the_recorded_answers(tmp_path):
     assert by_key["u1"].detail["answers"]["relevance"] == pytest.approx(recorded["u1_relevance"]["score"] / 2)
     assert by_key["u5"].detail["kind"] == "tool_result"
     # The SDK really sent the request, with a bearer key, and the replay answered it from the cassette.
-    transport = v.backend.client._http_client._transport
+    assert v.backend.client._http_client._transport.inner is v.backend.transport  # counted, then replayed
+    transport = v.backend.transport
     assert isinstance(transport, ReplayTransport)
     assert transport.requests[-1] == {"method": "POST", "path": "/v1/systemone", "authorized": True, "cassette": "filter.json"}
     assert v.backend.usage["input_tokens"] == scenarios.USAGE["input_tokens"]
     # The case's own tokens go on its verdict, and with the suite's prices, its cost.
-    assert verdict.usage == {**{k: scenarios.USAGE[k] for k in ("input_tokens", "output_tokens")}, "requests": 1}
+    assert verdict.usage == {**{k: scenarios.USAGE[k] for k in ("input_tokens", "output_tokens")}, "requests": 1,
+                             "retries": 0}
     priced = verifier(tmp_path, question="injection", prices={"input_per_1m": 2.0, "output_per_1m": 8.0})
     cost = priced.verify([cases["filter"]])[0].cost_usd
     assert cost == pytest.approx((scenarios.USAGE["input_tokens"] * 2.0 + scenarios.USAGE["output_tokens"] * 8.0) / 1e6)
@@ -122,3 +124,20 @@ def test_pickles_before_and_after_use(tmp_path):
     v.verify([scenarios.cases()["filter"]])
     clone = pickle.loads(pickle.dumps(v))
     assert clone.verify([scenarios.cases()["filter"]])[0].score == v.verify([scenarios.cases()["filter"]])[0].score
+
+
+def test_a_non_json_200_is_retried_like_a_5xx(tmp_path, monkeypatch):
+    """Against a real server on 127.0.0.1: a proxy's HTML page under a 200, then System One's answer."""
+    from helpers.fake_llm import FakeLLM, Raw
+
+    tape = json.loads((CASSETTES / "filter.json").read_text())
+    server = FakeLLM([Raw(200, "<html>bad gateway</html>", "text/html"), Raw(200, json.dumps(tape["response"]["body"]))])
+    try:
+        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-test-key-0123456789")
+        v = build("decision", backend="typesafe", base_url=server.root_url, audit_dir=str(tmp_path), retries=2)
+        verdict = v.verify([scenarios.cases()["filter"]])[0]
+    finally:
+        server.close()
+    assert verdict.error is None and len(server.requests) == 2
+    assert verdict.usage["requests"] == 2 and verdict.usage["retries"] == 1
+    assert server.paths == ["/v1/systemone"] * 2

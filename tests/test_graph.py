@@ -35,7 +35,7 @@ from verifybench.verifiers.graph.facts import FactsError, load_facts
 from verifybench.verifiers.graph.kg import KnowledgeGraph
 from verifybench.verifiers.graph.pack import load_pack
 from verifybench.verifiers.graph.verifier import GraphVerifier
-from verifybench.verifiers.judge.backends import Backend, Completion
+from verifybench.verifiers.llm import Backend, Completion
 
 CUSTOMERS = """customer_id,name,tier
 C-184,Dana Ortiz,gold

@@ -139,7 +139,7 @@ def test_no_key_reaches_any_file_the_run_writes(fake, tmp_path, monkeypatch, roo
 
 
 def test_logprob_parsing_handles_split_tokens():
-    from verifybench.verifiers.judge.backends import Completion, TokenLogprob
+    from verifybench.verifiers.llm import Completion, TokenLogprob
     from verifybench.verifiers.judge.verifier import logprob_probability
 
     toks = [TokenLogprob('{"hallucinated"', -0.1), TokenLogprob(":", -0.1),

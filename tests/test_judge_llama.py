@@ -57,12 +57,14 @@ def test_local_server_judges_real_cases(tmp_path, root, data_dir):
 
 def test_logprobs_come_back_from_the_server(tmp_path):
     from verifybench.cases import Case, Source
+    from verifybench.verifiers.llm import Usage
 
     judge = build("judge", cache_dir=None, concurrency=1)
     case = Case(id="x", dataset="t", response="The plan costs $45 per month.", label=True,
                 sources=[Source(id="s", text="The plan costs $29 per month.")])
     messages = judge.messages(case)
-    stats = {k: 0 for k in ("requests", "retries", "failures", "repairs", "cache_hits", "input_tokens", "output_tokens")}
-    completion = judge._complete(messages, 0, stats)
+    usage = Usage()
+    completion = judge.client().complete(messages, max_tokens=judge.options.max_tokens, logprobs=True, json_mode=True,
+                                         usage=usage)
     assert completion.logprobs, "llama.cpp's server should return token log-probabilities"
-    assert completion.input_tokens > 50
+    assert completion.input_tokens > 50 and usage.requests == 1 and usage.input_tokens == completion.input_tokens

@@ -174,7 +174,7 @@ def test_jsonl_streams_without_holding_the_file(tmp_path):
     assert peak < 5_000_000, f"reading 100 cases peaked at {peak} bytes: the loader is not streaming"
 
 
-def test_parse_label_is_type_strict():
+def test_parse_label_compares_by_meaning():
     assert parse_label(" Yes ", ["yes"], ["no"]) is True
     assert parse_label(0, [1], [0]) is False
     with pytest.raises(ValueError):
@@ -208,3 +208,259 @@ def test_halueval_holdout_is_a_stable_split_by_source_text(data_dir):
     assert [c.id for c in test[:6]] == [c.id for c in islice(halueval(path, holdout="test"), 6)]
     with pytest.raises(DataError, match="holdout must be"):
         list(halueval(path, holdout="dev"))
+
+
+# --- reading traps (issues 15 and 17) ----------------------------------------------------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_byte_order_mark_is_read_as_such_in_jsonl_json_and_csv(tmp_path):
+    recs = [{"id": "a", "response": "r1", "sources": ["s"], "label": 1},
+            {"id": "b", "response": "r2", "sources": ["s"], "label": 0}]
+    files = {
+        "jsonl": write(tmp_path / "c.jsonl", BOM + "".join(json.dumps(r) + "\n" for r in recs).encode()),
+        "json": write(tmp_path / "c.json", BOM + json.dumps(recs).encode()),
+        "csv": write(tmp_path / "c.csv", BOM + b"id,response,sources,label\na,r1,s,1\nb,r2,s,0\n"),
+    }
+    for loader, f in files.items():
+        cases = list(iter_cases(spec(loader=loader, path=str(f))))
+        assert [(c.id, c.response, c.label) for c in cases] == [("a", "r1", True), ("b", "r2", False)], loader
+        assert "\ufeff" not in cases[0].id and not any("\ufeff" in k for k in cases[0].meta)
+    # A BOM anywhere but at the start is still an error with its place.
+    f = write(tmp_path / "mid.jsonl", (json.dumps(recs[0]) + "\n").encode() + BOM + json.dumps(recs[1]).encode() + b"\n")
+    with pytest.raises(DataError, match=r"mid.jsonl:2: malformed JSON"):
+        list(iter_cases(spec(loader="jsonl", path=str(f))))
+
+
+@pytest.mark.parametrize("value", [1, 1.0, "1", "1.0", True, "true", " TRUE "])
+def test_label_spellings_of_one_mean_the_same(value):
+    assert parse_label(value, FieldSpec().hallucinated, FieldSpec().faithful) is True
+    assert parse_label(value, [1], [0]) is True
+    assert parse_label(value, ["1"], ["0"]) is True
+    assert parse_label(value, [True], [False]) is True
+    assert parse_label(value, ["true"], ["false"]) is True
+
+
+@pytest.mark.parametrize("value", [0, 0.0, "0", "0.0", False, "false", "no"])
+def test_label_spellings_of_zero_mean_faithful(value):
+    assert parse_label(value, FieldSpec().hallucinated, FieldSpec().faithful) is False
+
+
+def test_a_nan_label_is_missing_not_a_value():
+    with pytest.raises(ValueError, match="missing"):
+        parse_label(float("nan"), [1], [0])
+    with pytest.raises(ValueError, match="is in neither"):
+        parse_label(2, [1], [0])
+
+
+def _frame(n=8, **cols):
+    df = pd.DataFrame({"id": [f"c{i}" for i in range(n)], "response": [f"answer {i}" for i in range(n)],
+                       "sources": [f"doc {i}" for i in range(n)], "label": [i % 2 for i in range(n)]})
+    for k, v in cols.items():
+        df[k] = v
+    return df
+
+
+@pytest.mark.parametrize("fields", [None, {"hallucinated": [1], "faithful": [0]}, {"hallucinated": ["1"], "faithful": ["0"]}])
+def test_int_and_float_label_columns_in_csv_and_parquet(tmp_path, fields):
+    want = [bool(i % 2) for i in range(8)]
+    for dtype in ("int64", "float64"):
+        df = _frame()
+        df["label"] = df["label"].astype(dtype)
+        df.to_csv(tmp_path / "c.csv", index=False)
+        df.to_parquet(tmp_path / "c.parquet")
+        for loader in ("csv", "parquet"):
+            opts = {"fields": fields} if fields else {}
+            cases = list(iter_cases(spec(loader=loader, path=str(tmp_path / f"c.{loader}"), **opts)))
+            assert [c.label for c in cases] == want, (dtype, loader)
+
+
+def test_float_labels_with_a_nan_in_parquet(tmp_path):
+    """pandas writes a 0/1 column holding one NaN as floats: the floats work, the NaN is a missing label."""
+    df = _frame(label=[1.0, 0.0, float("nan"), 1.0, 0.0, 1.0, 0.0, 1.0])
+    df.to_parquet(tmp_path / "c.parquet")
+    errors = []
+    cases = list(iter_cases(spec(loader="parquet", path=str(tmp_path / "c.parquet"), on_error="skip"), errors))
+    assert [c.id for c in cases] == ["c0", "c1", "c3", "c4", "c5", "c6", "c7"]
+    assert [c.label for c in cases] == [True, False, True, False, True, False, True]
+    assert [(e.loc.index, e.field) for e in errors] == [(2, "label")]
+    assert "c.parquet[record 2]: field 'label'" in str(errors[0]) and "missing" in str(errors[0])
+
+
+def test_a_parquet_column_of_the_wrong_type_names_the_column_and_first_bad_row(tmp_path):
+    _frame(n=40).assign(response=list(range(40))).to_parquet(tmp_path / "c.parquet")  # an int64 column
+    with pytest.raises(DataError) as e:
+        list(iter_cases(spec(loader="parquet", path=str(tmp_path / "c.parquet"))))
+    msg = str(e.value)
+    assert msg.startswith("40 bad records")
+    assert "c.parquet[record 0]: field 'response': must be a string, got int (and 39 more records like it)" in msg
+    assert len(msg.splitlines()) == 2  # one line for the column, not forty
+    assert len(e.value.errors) == 40
+
+
+def test_list_cells_in_csv_are_lists(tmp_path):
+    """What DataFrame.to_csv writes for a list column (a Python repr), or a JSON list, is a list of sources."""
+    df = pd.DataFrame({"id": ["a", "b", "c", "d"], "response": ["r"] * 4, "label": [1, 0, 1, 0],
+                       "sources": [["It's one", "two"], ['say "hi"'], [], ["x, y"]]})
+    df.to_csv(tmp_path / "py.csv", index=False)
+    cases = list(iter_cases(spec(loader="csv", path=str(tmp_path / "py.csv"))))
+    assert [[s.text for s in c.sources] for c in cases] == [["It's one", "two"], ['say "hi"'], [], ["x, y"]]
+    write(tmp_path / "js.csv", 'id,response,label,sources\na,r,1,"[""one"", ""two""]"\nb,r,0,"[{""id"": ""kb1"", ""text"": ""t""}]"\n')
+    cases = list(iter_cases(spec(loader="csv", path=str(tmp_path / "js.csv"))))
+    assert [[(s.id, s.text) for s in c.sources] for c in cases] == [[("0", "one"), ("1", "two")], [("kb1", "t")]]
+    # Text that merely starts with a bracket is text.
+    write(tmp_path / "t.csv", "id,response,label,sources\na,r,1,[citation needed] the plan costs 5\n")
+    assert [s.text for s in next(iter_cases(spec(loader="csv", path=str(tmp_path / "t.csv")))).sources] == [
+        "[citation needed] the plan costs 5"]
+
+
+def test_a_list_cell_that_does_not_parse_names_file_line_and_field(tmp_path):
+    f = write(tmp_path / "c.csv", "id,response,label,docs\na,r,1,\"['one', 'two']\"\nb,r,0,\"['cut short by a sprea\"\n")
+    with pytest.raises(DataError, match=r"c\.csv:3: field 'docs': looks like a list \(\"\['cut short"):
+        list(iter_cases(spec(loader="csv", path=str(f), fields={"sources": "docs"})))
+
+
+def test_list_cells_in_parquet_strings_and_native_lists(tmp_path):
+    df = pd.DataFrame({"id": ["a", "b"], "response": ["r", "r"], "label": [1, 0], "sources": ["['x', 'y']", "plain"]})
+    df.to_parquet(tmp_path / "s.parquet")
+    assert [[s.text for s in c.sources] for c in iter_cases(spec(loader="parquet", path=str(tmp_path / "s.parquet")))] == [
+        ["x", "y"], ["plain"]]
+    df["sources"] = [["x", "y"], ["z"]]
+    df.to_parquet(tmp_path / "l.parquet")
+    assert [[s.text for s in c.sources] for c in iter_cases(spec(loader="parquet", path=str(tmp_path / "l.parquet")))] == [
+        ["x", "y"], ["z"]]
+
+
+def test_jsonl_strings_are_never_parsed_as_lists(tmp_path):
+    f = write(tmp_path / "c.jsonl", json.dumps({"response": "r", "label": 1, "sources": "['a', 'b']"}) + "\n")
+    assert [s.text for s in next(iter_cases(spec(loader="jsonl", path=str(f)))).sources] == ["['a', 'b']"]
+
+
+@pytest.mark.parametrize("column", ["is_correct", "faithful", "consistent", "supported", "isCorrect", "meta.grounded"])
+def test_a_label_column_named_for_the_opposite_needs_an_explicit_choice(column):
+    with pytest.raises(Exception, match=rf"label column '{column}' sounds like true/1 means the response is right"):
+        FieldSpec.model_validate({"label": column})
+    flipped = FieldSpec.model_validate({"label": column, "positive": "faithful"})
+    assert parse_label(1, flipped.hallucinated, flipped.faithful) is False
+    assert parse_label("true", flipped.hallucinated, flipped.faithful) is False
+    assert parse_label(0, flipped.hallucinated, flipped.faithful) is True
+    assert parse_label("hallucinated", flipped.hallucinated, flipped.faithful) is True  # words keep their meaning
+    kept = FieldSpec.model_validate({"label": column, "positive": "hallucinated"})
+    assert parse_label(1, kept.hallucinated, kept.faithful) is True
+    listed = FieldSpec.model_validate({"label": column, "hallucinated": [0], "faithful": [1]})
+    assert parse_label(1.0, listed.hallucinated, listed.faithful) is False
+
+
+@pytest.mark.parametrize("column", ["label", "is_hallucinated", "not_supported", "inconsistent", "hallucination"])
+def test_label_columns_that_point_the_default_way_need_nothing(column):
+    FieldSpec.model_validate({"label": column})
+
+
+def test_the_same_value_on_both_sides_is_refused():
+    with pytest.raises(Exception, match="both hallucinated and faithful"):
+        FieldSpec.model_validate({"hallucinated": [1, "bad"], "faithful": ["1"]})
+
+
+def test_on_error_raise_reports_every_bad_record(tmp_path):
+    lines = [row(i) if i % 3 else json.dumps({"id": f"c{i}", "response": "r", "label": f"x{i}"}) for i in range(90)]
+    f = write(tmp_path / "c.jsonl", "\n".join(lines) + "\n")
+    with pytest.raises(DataError) as e:
+        list(iter_cases(spec(loader="jsonl", path=str(f))))
+    msg = str(e.value).splitlines()
+    assert msg[0].startswith("30 bad records (set on_error: skip")
+    assert msg[1].startswith(f"  {f}:1: field 'label': label value 'x0'")
+    assert msg[20].startswith(f"  {f}:58: field 'label': label value 'x57'")
+    assert msg[21] == "  ... and 10 more" and len(msg) == 22
+    assert [err.loc.line for err in e.value.errors] == list(range(1, 91, 3))
+
+
+def test_on_error_raise_yields_nothing_after_the_first_bad_record(tmp_path):
+    f = write(tmp_path / "c.jsonl", "\n".join([row(0), row(1), "{bad", row(3), "{bad"]) + "\n")
+    got = []
+    with pytest.raises(DataError, match="2 bad records"):
+        for c in iter_cases(spec(loader="jsonl", path=str(f))):
+            got.append(c.id)
+    assert got == ["c0", "c1"]
+
+
+# --- loader plugins ---------------------------------------------------------------------------------------
+
+def test_a_loader_by_import_path_with_declared_files(tmp_path):
+    from helpers.loaders import write_tickets
+
+    from verifybench.loaders import dataset_files, dataset_hash
+
+    write_tickets(tmp_path / "t", "support", 6)
+    billing = write_tickets(tmp_path / "t", "billing", 4)
+    s = spec(loader="helpers.loaders:tickets", folder=str(tmp_path / "t"))
+    cases = list(iter_cases(s))
+    assert len(cases) == 6 and {c.doc_type for c in cases} == {"support"}
+    assert [p.name for p in dataset_files(s)] == ["support.jsonl"]
+    before = dataset_hash(s)
+    billing.write_text(billing.read_text().replace("plan 1", "plan one"))
+    assert dataset_hash(s) == before  # a file the loader does not read is not its data
+    both = spec(loader="helpers.loaders:tickets", folder=str(tmp_path / "t"), teams=["support", "billing"])
+    h = dataset_hash(both)
+    billing.write_text(billing.read_text().replace("plan 2", "plan two"))
+    assert dataset_hash(both) != h
+
+
+def test_an_undeclared_plugin_still_hashes_the_folder_it_is_given(tmp_path):
+    from helpers.loaders import write_tickets
+
+    from verifybench.loaders import dataset_hash
+
+    f = write_tickets(tmp_path / "a", "support", 5)
+    s = spec(loader="helpers.loaders:undeclared", folder=str(tmp_path / "a"))
+    h = dataset_hash(s)
+    f.write_text(f.read_text().replace("plan 1", "plan one"))
+    assert dataset_hash(s) != h
+    write_tickets(tmp_path / "b", "support", 5)
+    f.write_text(f.read_text().replace("plan one", "plan 1"))
+    assert dataset_hash(spec(loader="helpers.loaders:undeclared", folder=str(tmp_path / "b"))) == h  # not where
+
+
+def test_globbed_data_files_are_hashed(tmp_path):
+    from verifybench.loaders import dataset_hash
+
+    for d in ("x", "y"):
+        for part in ("p1", "p2"):
+            write(tmp_path / d / f"{part}.jsonl", "\n".join(row(i) for i in range(4)) + "\n")
+    a = dataset_hash(spec(loader="hf", path="json", data_files=str(tmp_path / "x/*.jsonl")))
+    assert a == dataset_hash(spec(loader="hf", path="json", data_files=str(tmp_path / "y/*.jsonl")))
+    with open(tmp_path / "x/p2.jsonl", "a") as f:
+        f.write(row(9) + "\n")
+    assert dataset_hash(spec(loader="hf", path="json", data_files=str(tmp_path / "x/*.jsonl"))) != a
+    dict_form = dataset_hash(spec(loader="hf", path="json", data_files={"train": str(tmp_path / "y/*.jsonl")}))
+    assert dict_form == dataset_hash(spec(loader="hf", path="json", data_files={"train": [str(tmp_path / "y/p1.jsonl"),
+                                                                                          str(tmp_path / "y/p2.jsonl")]}))
+
+
+def test_the_dataset_hash_covers_the_selection_of_cases(tmp_path, root):
+    """A --limit run, or another sample, is not the same data as the whole file: compare, gate and resume
+    must be able to tell. A dataset read whole hashes as it did before the selection was covered."""
+    from verifybench.loaders import dataset_hash
+    from verifybench.suite import load_suite
+
+    f = write(tmp_path / "c.jsonl", "\n".join(row(i) for i in range(20)) + "\n")
+    whole = dataset_hash(spec(loader="jsonl", path=str(f)))
+    hashes = {whole, dataset_hash(spec(loader="jsonl", path=str(f), limit=10)),
+              dataset_hash(spec(loader="jsonl", path=str(f), limit=11)),
+              dataset_hash(spec(loader="jsonl", path=str(f), sample=10)),
+              dataset_hash(spec(loader="jsonl", path=str(f), sample=10, seed=1))}
+    assert len(hashes) == 5
+    assert dataset_hash(spec(loader="jsonl", path=str(f), seed=7)) == whole  # a seed without a sample selects nothing
+    # The committed demo baseline was recorded over the whole demo set: its hash is unchanged.
+    recorded = json.loads((root / "metrics/demo.json").read_text())["dataset_hash"]
+    assert dataset_hash(load_suite(root / "evals/demo.yaml").dataset) == recorded
+    assert dataset_hash(load_suite(root / "evals/demo.yaml", limit=100).dataset) != recorded
+
+
+def test_an_unknown_loader_path_is_a_suite_error():
+    from verifybench.errors import SuiteError
+
+    with pytest.raises(SuiteError, match="loader 'helpers.nowhere:tickets' cannot be imported"):
+        list(iter_cases(spec(loader="helpers.nowhere:tickets")))
+    with pytest.raises(SuiteError, match="unknown loader 'nope'.*jsonl"):
+        list(iter_cases(spec(loader="nope")))

@@ -1,3 +1,4 @@
+import json
 import pickle
 
 import pytest
@@ -65,3 +66,52 @@ def test_verifiers_pickle_after_use(name):
     before = v.verify([case("The Team plan costs $29.")])[0].score
     clone = pickle.loads(pickle.dumps(v))
     assert clone.verify([case("The Team plan costs $29.")])[0].score == before
+
+
+# --- stemming --------------------------------------------------------------------------------------------
+
+def _halueval_qa(data_dir, n=200):
+    out = []
+    with open(data_dir / "halueval/qa_data.json", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            for answer in (r["right_answer"], r["hallucinated_answer"]):
+                text = r["knowledge"] + " " + answer
+                # Where rouge-score's own tokenizer and ours agree: ASCII, no underscores.
+                if text.isascii() and "_" not in text:
+                    out.append((r["knowledge"], answer))
+            if len(out) >= n:
+                return out
+    return out
+
+
+@pytest.mark.parametrize("rouge_type", ["rouge1", "rouge2", "rougeL"])
+def test_stemmer_matches_rouge_scores_own_stemming(data_dir, rouge_type):
+    """rouge-score skips `use_stemmer` once a tokenizer is given: our tokenizer must stem exactly as
+    rouge-score's own tokenizer does, here on HaluEval QA knowledge and answers."""
+    from rouge_score.rouge_scorer import RougeScorer
+    from rouge_score.tokenizers import DefaultTokenizer
+
+    from verifybench.verifiers.overlap import UnicodeTokenizer
+
+    pairs = _halueval_qa(data_dir)
+    assert len(pairs) >= 150
+    ours, theirs = UnicodeTokenizer(stem=True), DefaultTokenizer(use_stemmer=True)
+    for knowledge, answer in pairs[:50]:
+        assert ours.tokenize(knowledge) == theirs.tokenize(knowledge)
+    reference = RougeScorer([rouge_type], use_stemmer=True)
+    v = build("rouge", type=rouge_type, stemmer=True)
+    plain = build("rouge", type=rouge_type)
+    verdicts = v.verify([case(a, sources=(k,), cid=str(i)) for i, (k, a) in enumerate(pairs)])
+    unstemmed = plain.verify([case(a, sources=(k,), cid=str(i)) for i, (k, a) in enumerate(pairs)])
+    for (knowledge, answer), verdict in zip(pairs, verdicts):
+        expected = 1.0 - reference.score(knowledge, answer)[rouge_type].precision
+        assert verdict.score == pytest.approx(expected, abs=1e-12)
+    # ...and it does something: stemming changes some scores (it did nothing before).
+    assert sum(a.score != b.score for a, b in zip(verdicts, unstemmed)) > 0
+
+
+def test_stemmer_option_changes_the_config_hash_and_stems_inflections():
+    assert build("rouge", stemmer=True).config_hash != build("rouge").config_hash
+    inflected = case("The plans included exports.", sources=("The plan includes export.",))
+    assert build("rouge", stemmer=True).verify([inflected])[0].score < build("rouge").verify([inflected])[0].score

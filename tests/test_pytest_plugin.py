@@ -11,7 +11,7 @@ pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
-def project(pytester, root):
+def project(pytester, root, monkeypatch):
     shutil.copy(root / "datasets/demo/cases.jsonl", pytester.path / "cases.jsonl")
     pytester.makefile(".yaml", suite="""
 name: plugin-demo
@@ -23,7 +23,7 @@ verifiers:
   - rouge
   - "helpers.verifiers:Weakenable": {id: model}
 """)
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")]))
     run = api.run(pytester.path / "suite.yaml", out=pytester.path / "base-run", progress=False)
     api.baseline(run.run_dir, out=pytester.path / "metrics/plugin-demo.json")
     pytester.makepyfile(test_detection="""
@@ -45,12 +45,28 @@ def test_plugin_passes_an_unchanged_project(project):
     result.assert_outcomes(passed=2)
 
 
+def test_one_run_per_session_kept_under_a_stable_path(project):
+    """Both tests use suite.yaml: it runs once, into reports/pytest/suite, which the summary prints; the
+    next session replaces that run instead of piling up folders."""
+    for _ in range(2):
+        result = project.runpytest_subprocess("-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+        run_dir = project.path / "reports/pytest/suite"
+        lines = (run_dir / "results.jsonl").read_text().splitlines()
+        assert len(lines) == 2 * 384  # two verifiers x 384 cases: one run, not one per test
+        result.stdout.fnmatch_lines(["*- verifybench -*", f"suite.yaml: {run_dir / 'report.html'}",
+                                     "gate suite.yaml vs metrics/plugin-demo.json: passed"])
+        assert (run_dir / "report.html").exists()
+    assert sorted(p.name for p in (project.path / "reports/pytest").iterdir()) == ["suite"]
+
+
 def test_plugin_fails_a_regression_with_the_culprit_named(project, monkeypatch):
     monkeypatch.setenv("VB_WEAKEN", "strong")
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*verifybench regression:*", "*model / all / auroc: auroc dropped by*"])
-    result.stdout.fnmatch_lines(["*test_marker*", "*| model | all | auroc |*fail*"])
+    result.stdout.fnmatch_lines(["*test_marker*", "*| model | all | auroc |*FAIL*"])
+    result.stdout.fnmatch_lines(["*report: *reports/pytest/suite/report.html*"])
 
 
 def test_fixture_makes_llm_calls_replay_only(pytester):

@@ -40,5 +40,34 @@ def test_probabilistic_verifier_gets_calibration_and_claims_are_shown(tmp_path, 
     html = (tmp_path / "run/report.html").read_text()
     assert html.count('<img alt="curves of lp"') == 2  # PR/ROC and the reliability diagram
     assert "supported" in html and "↳" in html  # per-claim evidence in the per-case view
-    # The sources of the shown cases are read back from the dataset.
-    assert "pricing." in html or "agreement" in html or "configuration" in html
+    # The sources of the shown cases are read back from the dataset: each rendered source starts with its
+    # id in brackets, which no response or question holds.
+    assert re.search(r'<td class="text">\[(support|contract|tech)_\w+-\d+-source\] ', html)
+
+
+def test_report_labels_thresholds_slices_and_latency(tmp_path, root):
+    """Fallback and degenerate thresholds, what flagging everything scores, labeled cases per slice and how
+    many more a threshold and a gate need, and batch-average latency with its warm-up, as a reader sees them."""
+    rows = [json.loads(line) for line in (root / "datasets/demo/cases.jsonl").read_text().splitlines()]
+    # A small fourth doc type: too few cases for a threshold of its own.
+    for r in rows[:16]:
+        r["doc_type"] = "faq"
+    data = write(tmp_path / "cases.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
+    suite = parse_suite({"name": "labels", "dataset": {"loader": "jsonl", "path": str(data),
+                                                      "fields": {"doc_type": "doc_type", "split": "split"}},
+                         "verifiers": ["rouge", {"helpers.verifiers:BatchFails": {"id": "batchy"}}]}, tmp_path)
+    api.run(suite, out=tmp_path / "run", progress=False)
+    metrics = json.loads((tmp_path / "run/metrics.json").read_text())
+    html = (tmp_path / "run/report.html").read_text()
+    faq = metrics["verifiers"]["rouge"]["slices"]["faq"]
+    assert faq["threshold"]["kind"] == "fallback" and faq["labels"]["calibration"]["hallucinated"] < 30
+    more = faq["needs"]["threshold"]["more_hallucinated"]
+    assert more == 30 - faq["labels"]["calibration"]["hallucinated"]  # the data's own split: all land in calibration
+    assert "fallback: all" in html and f"~{more} more hallucinated" in html
+    assert html.count('<span class="tag degenerate"') >= 2  # rouge ranks the demo set weakly (threshold 0)
+    assert "flags every calibration case: it separates nothing" in html
+    batchy = metrics["verifiers"]["batchy"]["overall"]["latency_ms"]
+    assert batchy["basis"] == "batch_average"
+    row = html.split('<tr data-verifier="batchy">')[1].split("</tr>")[0]
+    assert row.count("batch avg") == 3  # p50, p95 and p99
+    assert f"took {batchy['warmup']['total_ms']:.0f} ms over 64 case(s) and is left out of the percentiles" in html

@@ -113,3 +113,18 @@ def test_screenshot_is_not_blank(page, tmp_path):
     img = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert img.shape[0] > 2000  # the whole report, not an empty viewport
     assert img.std() > 20 and (img < 100).mean() > 0.005  # text and charts, not a blank page
+
+
+def test_degenerate_thresholds_and_the_flag_all_floor_are_visible(page, report):
+    """bleu's fitted threshold flags every calibration case of the demo set: the summary row shows the tag
+    and, beside the test F1, what flagging everything scores; the slice table shows labeled counts."""
+    metrics = json.loads((report / "metrics.json").read_text())
+    bleu = metrics["verifiers"]["bleu"]["overall"]
+    assert bleu["threshold"]["degenerate"]
+    row = page.locator('#summary tr[data-verifier="bleu"]')
+    tag = row.locator(".tag.degenerate")
+    assert tag.is_visible() and tag.inner_text() == "degenerate"
+    assert row.locator("td.flag-all").inner_text() == f"{bleu['flag_all']['f1']:.3f}"
+    slices = page.locator("table.slices >> nth=0")
+    assert "32 / 32" in slices.inner_text()  # calibration: hallucinated / faithful, per doc type
+    assert page.problems == []

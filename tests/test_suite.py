@@ -54,3 +54,44 @@ def test_unknown_top_level_key(tmp_path):
 
 def test_limit_override_changes_the_hash(root):
     assert load_suite(root / "evals/demo.yaml").hash != load_suite(root / "evals/demo.yaml", limit=10).hash
+
+
+def test_an_unknown_key_in_fields_names_the_file_and_the_key(tmp_path):
+    f = write(tmp_path / "s.yaml", "dataset:\n  loader: csv\n  path: c.csv\n  fields: {respnse: answer, label: verdict}\n"
+                                   "verifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=rf"{f}: dataset.fields: unknown key 'respnse'; the keys are: id, response"):
+        load_suite(f)
+
+
+def test_a_bad_fields_value_names_the_key(tmp_path):
+    f = write(tmp_path / "s.yaml", "dataset: {loader: jsonl, path: c.jsonl, fields: {label: [a, b]}}\nverifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=rf"{f}: dataset.fields.label: "):
+        load_suite(f)
+
+
+def test_a_label_column_pointing_the_other_way_is_a_suite_error(tmp_path):
+    f = write(tmp_path / "s.yaml", "dataset: {loader: csv, path: c.csv, fields: {label: is_correct}}\nverifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=rf"{f}: dataset.fields: the label column 'is_correct' sounds like true/1"):
+        load_suite(f)
+    ok = write(tmp_path / "ok.yaml", "dataset: {loader: csv, path: c.csv, fields: {label: is_correct, positive: faithful}}\n"
+                                     "verifiers: [rouge]\n")
+    assert load_suite(ok).dataset.options["fields"]["positive"] == "faithful"
+
+
+def test_loader_and_its_options_are_checked_when_the_suite_is_read(tmp_path):
+    f = write(tmp_path / "s.yaml", "dataset: {loader: jsonl, path: c.jsonl, delimiter: ';'}\nverifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=rf"{f}: dataset: loader 'jsonl' takes no option 'delimiter'"):
+        load_suite(f)
+    f = write(tmp_path / "u.yaml", "dataset: {loader: jsonlines, path: c.jsonl}\nverifiers: [rouge]\n")
+    with pytest.raises(SuiteError, match=rf"{f}: unknown loader 'jsonlines'"):
+        load_suite(f)
+
+
+def test_a_plugin_loader_by_import_path_and_its_relative_options(tmp_path):
+    """A plugin's options written as "./x" or "../x" are relative to the suite, as verifier options are."""
+    f = write(tmp_path / "evals/s.yaml", "dataset: {loader: 'helpers.loaders:tickets', folder: ../data/tickets}\n"
+                                         "verifiers: [rouge]\n")
+    assert load_suite(f).dataset.options["folder"] == str((tmp_path / "data/tickets").resolve())
+    f = write(tmp_path / "evals/t.yaml", "dataset: {loader: 'helpers.loaders:tickets', folder: tickets, teams: [a]}\n"
+                                         "verifiers: [rouge]\n")
+    assert load_suite(f).dataset.options == {"folder": "tickets", "teams": ["a"]}

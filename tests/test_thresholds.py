@@ -26,16 +26,19 @@ def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     rows = policy["thresholds"]["rouge"]
     domains = [k for k in rows if k != "all"]
     assert len(domains) == 8
-    fitted = {k: r for k, r in rows.items() if r["threshold"] is not None and k != "all"}
-    # scitldr's calibration split has 28 faithful cases: under the default minimum of 30, so a warning.
+    fitted = {k: r for k, r in rows.items() if r["source"] == "fitted" and k != "all"}
+    # scitldr's calibration split has 28 faithful cases: under the default minimum of 30, so it falls back
+    # to the whole set's threshold, labelled so, with the reason.
     assert set(domains) - set(fitted) == {"scitldr"}
     assert "28 faithful" in rows["scitldr"]["warning"]
+    assert rows["scitldr"]["source"] == "fallback" and rows["scitldr"]["fallback_from"] == "all"
+    assert rows["scitldr"]["threshold"] == rows["all"]["threshold"]
     differ = [k for k, r in fitted.items() if r["test_split"]["f1"] != r["calibration_split (tuned)"]["f1"]]
     assert len(differ) == len(fitted)
     assert yaml.safe_load((tmp_path / "policy.yaml").read_text())["thresholds"]["rouge"]["news"]["threshold"] == \
         rows["news"]["threshold"]
     lenient = api.thresholds(summedits_run, min_per_class=25)
-    assert all(r["threshold"] is not None for r in lenient["thresholds"]["rouge"].values())
+    assert all(r["source"] == "fitted" for r in lenient["thresholds"]["rouge"].values())
 
 
 def test_test_split_is_never_the_calibration_split(summedits_run):
@@ -78,11 +81,13 @@ def test_compare_within_and_across_runs(tmp_path, root):
     api.run(root / "evals/demo.yaml", out=tmp_path / "b", progress=False)
     [within] = api.compare(tmp_path / "a", verifiers=["rouge", "bleu"])
     assert (within["a"], within["b"]) == ("rouge", "bleu") and within["cases"] == 192
-    lo, hi = within["auroc_diff"]["ci"]
-    assert lo <= within["auroc_diff"]["diff"] <= hi
+    assert within["threshold_mode"] == "each at its own fitted threshold"
+    auroc = within["metrics"]["auroc"]
+    lo, hi = auroc["ci"]
+    assert lo <= auroc["diff"] <= hi and auroc["diff"] == pytest.approx(auroc["a"] - auroc["b"])
     across = api.compare(tmp_path / "a", tmp_path / "b")
     # The same deterministic verifier on the same cases: no difference at all.
-    assert all(r["auroc_diff"]["diff"] == 0 and r["mcnemar"]["a_only_right"] == 0 for r in across)
+    assert all(r["metrics"]["auroc"]["diff"] == 0 and r["mcnemar"]["a_only_right"] == 0 for r in across)
 
 
 # --- selection rules --------------------------------------------------------------------------------
@@ -91,6 +96,8 @@ def test_targets_parse():
     assert parse_target("f1") == Target("fbeta", 1.0)
     assert parse_target({"precision": 0.9}) == Target("precision", 0.9)
     assert parse_target("recall=0.8") == Target("recall", 0.8)
+    assert str(parse_target("balanced_accuracy")) == "max balanced accuracy"
+    assert str(parse_target("youden")) == "max Youden's J"
     with pytest.raises(VerifybenchError, match="precision must be in"):
         parse_target("precision=2")
     with pytest.raises(VerifybenchError, match="expected f1"):
@@ -110,6 +117,31 @@ def test_select_threshold_rules():
     assert select_threshold(threshold_curve([0, 1], [0.9, 0.1]), Target("precision", 0.9)) is None
 
 
+def test_balanced_accuracy_and_youden_pick_the_same_separating_threshold():
+    # Weak scores: max F1 flags everything (the lowest threshold), balanced accuracy does not.
+    y = np.array([1, 0, 0, 0, 1, 0, 1, 0, 1, 1], bool)
+    s = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.3, 0.2, 0.1, 0.05])
+    c = threshold_curve(y, s)
+    f1 = select_threshold(c, parse_target("f1"))
+    assert (c.tp[f1] + c.fp[f1]) == len(y)  # degenerate
+    ba, j = select_threshold(c, parse_target("balanced_accuracy")), select_threshold(c, parse_target("youden"))
+    assert ba == j and c.tp[ba] + c.fp[ba] < len(y)
+    assert c.balanced_accuracy[ba] == pytest.approx(c.balanced_accuracy.max())
+
+
+def test_seeded_split_is_stratified_by_doc_type_and_label():
+    rng = np.random.default_rng(0)
+    n = 300
+    doc = rng.choice(["support", "contract", "tech"], size=n, p=[0.6, 0.3, 0.1])
+    labels = rng.random(n) < np.where(doc == "tech", 0.2, 0.5)  # tech is rare and mostly faithful
+    roles = split_roles([None] * n, seed=1, labels=labels, strata=doc)
+    for d in ("support", "contract", "tech"):
+        for lab in (True, False):
+            k = ((doc == d) & (labels == lab)).sum()
+            t = ((doc == d) & (labels == lab) & (roles == "test")).sum()
+            assert abs(t - k / 2) <= 0.5, (d, lab, k, t)  # each doc type's share of each class, to one case
+
+
 def test_seeded_split_is_stratified_group_aware_and_reproducible():
     n = 400
     labels = np.arange(n) % 2 == 1
@@ -125,6 +157,46 @@ def test_seeded_split_is_stratified_group_aware_and_reproducible():
 def test_split_field_names_are_used_when_present():
     roles = split_roles(["evaluation", "test", "Test", "dev", "other"])
     assert list(roles) == ["calibration", "test", "test", "calibration", ""]
+
+
+# --- the metrics block --------------------------------------------------------------------------------
+
+def demo_raw(root, **metrics):
+    raw = yaml.safe_load((root / "evals/demo.yaml").read_text())
+    raw["dataset"]["path"] = str(root / "datasets/demo/cases.jsonl")
+    raw["verifiers"] = ["rouge"]
+    raw["metrics"] = metrics
+    return raw
+
+
+@pytest.mark.parametrize("metrics,message", [
+    ({"min_per_clas": 5}, "my-suite.yaml: metrics.min_per_clas: unknown key (known: by, target"),
+    ({"target": "accuracy"}, "my-suite.yaml: metrics.target: threshold target 'accuracy': expected f1"),
+    ({"by": "tier"}, "my-suite.yaml: metrics.by: 'tier' is not a slice field"),
+    ({"thresholds": {"targt": "f1"}}, "my-suite.yaml: metrics.thresholds.targt: unknown key"),
+    ({"test_fraction": 2}, "my-suite.yaml: metrics.test_fraction: Input should be less than or equal to 1"),
+])
+def test_metrics_block_typos_are_suite_errors_naming_file_and_key(tmp_path, root, metrics, message):
+    from verifybench.errors import SuiteError
+
+    write(tmp_path / "my-suite.yaml", yaml.safe_dump(demo_raw(root, **metrics)))
+    with pytest.raises(SuiteError) as e:
+        api.describe_suite(tmp_path / "my-suite.yaml")
+    assert message in str(e.value)
+
+
+def test_a_slice_field_no_case_has_is_an_error_listing_the_fields(tmp_path, root):
+    from verifybench.errors import SuiteError
+
+    run = api.run(parse_suite(demo_raw(root, by="doc_type"), tmp_path), out=tmp_path / "run", progress=False)
+    with pytest.raises(SuiteError, match=r"metrics.by: no case has a field 'meta.tier'; the cases have: doc_type, "
+                                         r"dataset, split, meta.error_type"):
+        api.thresholds(run.run_dir, by="meta.tier")
+    with pytest.raises(SuiteError, match=r"metrics.breakdown\[0\]: no case has a field 'meta.kind'"):
+        from verifybench.metrics import Settings, compute_metrics
+        from verifybench.rundir import read_case_index, read_verdicts
+
+        compute_metrics(read_case_index(run.run_dir), read_verdicts(run.run_dir), Settings(breakdown=["meta.kind"]))
 
 
 def test_suite_can_fix_a_threshold_instead_of_fitting_one(tmp_path, root):

@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
-from sklearn.metrics import brier_score_loss
+from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
 
-from verifybench.metrics import counts_intervals, mcnemar, paired_bootstrap, rank_intervals, threshold_curve
+from verifybench.metrics import (
+    confusion_at, counts_intervals, errors_as_wrong, mcnemar, paired_bootstrap, rank_intervals, threshold_curve,
+)
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
 from verifybench.metrics.operating import latency_summary, pareto_front
 from verifybench.metrics.shortcuts import shortcut_report, surface_cues
@@ -84,9 +86,57 @@ def test_paired_bootstrap_sees_a_real_difference_and_not_a_fake_one():
     good = y + rng.normal(scale=0.6, size=800)
     bad = y + rng.normal(scale=2.0, size=800)
     r = paired_bootstrap(y, good, bad, 0.5, 0.5, n_boot=300, seed=0)
-    assert r["auroc_diff"]["ci"][0] > 0 and r["auroc_diff"]["p_value"] < 0.01
+    assert r["auroc"]["ci"][0] > 0 and r["auroc"]["p_value"] < 0.01
+    assert r["auroc"]["a"] == pytest.approx(threshold_curve(y, good).auroc())
     same = paired_bootstrap(y, good, good, 0.5, 0.5, n_boot=100, seed=0)
-    assert same["auroc_diff"]["diff"] == 0 and same["f1_diff"]["ci"] == [0, 0]
+    assert same["auroc"]["diff"] == 0 and same["f1"]["ci"] == [0, 0]
+
+
+def test_paired_bootstrap_matches_a_naive_paired_bootstrap():
+    """The vectorised resampling (one weight matrix per chunk) against resampling the cases one by one."""
+    y, s = sample()
+    rng = np.random.default_rng(3)
+    other = s + rng.normal(scale=0.7, size=len(s))
+    fast = paired_bootstrap(y, s, other, 0.4, 0.6, metrics=("auroc", "auprc", "f1", "balanced_accuracy"),
+                            n_boot=3000, seed=1)
+
+    def f1(yy, ss, t):
+        p = ss >= t
+        return 2 * (p & yy).sum() / (2 * (p & yy).sum() + (p & ~yy).sum() + (~p & yy).sum())
+
+    def ap(yy, ss):
+        return average_precision_score(yy, ss)
+
+    for metric, stat in (("auroc", lambda yy, a, b: roc_auc_score(yy, a) - roc_auc_score(yy, b)),
+                         ("auprc", lambda yy, a, b: ap(yy, a) - ap(yy, b)),
+                         ("f1", lambda yy, a, b: f1(yy, a, 0.4) - f1(yy, b, 0.6))):
+        gen = np.random.default_rng(2)
+        pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+        draws = []
+        for _ in range(1500):
+            idx = np.r_[gen.choice(pos, len(pos)), gen.choice(neg, len(neg))]
+            draws.append(stat(y[idx], s[idx], other[idx]))
+        lo, hi = np.quantile(draws, [0.025, 0.975])
+        assert fast[metric]["diff"] == pytest.approx(stat(y, s, other), abs=1e-9)
+        assert fast[metric]["ci"][0] == pytest.approx(lo, abs=0.012) and fast[metric]["ci"][1] == pytest.approx(hi, abs=0.012)
+
+
+def test_errors_count_as_wrong_at_every_threshold():
+    y = np.array([True, True, False, False])
+    filled = errors_as_wrong(y, [0.9, np.nan, 0.1, np.nan])
+    assert list(filled) == [0.9, -np.inf, 0.1, np.inf]
+    c = confusion_at(y, filled, 0.5)
+    assert (c["tp"], c["fn"], c["fp"], c["tn"]) == (1, 1, 1, 1)
+    with pytest.raises(ValueError, match="NaN"):
+        paired_bootstrap(y, [0.9, np.nan, 0.1, 0.2], [0.9, 0.8, 0.1, 0.2])
+
+
+def test_weighted_confusion_equals_repeated_cases():
+    y, s = sample(50)
+    w = np.random.default_rng(1).integers(0, 4, size=50)
+    weighted = confusion_at(y, s, 0.3, sample_weight=w)
+    repeated = confusion_at(np.repeat(y, w), np.repeat(s, w), 0.3)
+    assert {k: float(v) for k, v in weighted.items()} == {k: float(v) for k, v in repeated.items()}
 
 
 def test_calibration_measures():
@@ -103,7 +153,23 @@ def test_calibration_measures():
 def test_latency_and_pareto():
     lat = latency_summary([1.0] * 98 + [50.0, 100.0], units=[2] * 100)
     assert lat["p50"] == 1.0 and lat["p99"] > 49 and lat["units_per_case"] == 2
+    assert lat["basis"] == "unrecorded"
     assert pareto_front([0.9, 0.8, 0.7, 0.95], [10, 1, 5, 100]) == [True, True, False, True]
+
+
+def test_latency_leaves_the_warm_up_out_and_names_batch_averages():
+    # A batch verifier: 4 batches of 3 cases; the first includes loading the model.
+    lat = [900.0] * 3 + [10.0] * 3 + [12.0] * 3 + [30.0] * 3
+    kinds = ["warmup"] * 3 + ["batch"] * 9
+    out = latency_summary(lat, kinds=kinds)
+    assert out["warmup"] == {"cases": 3, "total_ms": 2700.0, "mean_ms": 900.0}
+    assert out["basis"] == "batch_average" and out["p99"] < 31 and out["p50"] == 12.0
+    assert out["throughput_per_s"] == pytest.approx(9 / (156 / 1000))
+    per_case = latency_summary([5.0, 1.0, 2.0], kinds=["warmup", "case", "case"])
+    assert per_case["basis"] == "case" and per_case["p50"] == 1.5
+    only_warm = latency_summary([5.0, 6.0], kinds=["warmup", "warmup"])
+    assert only_warm["includes_warmup"] and only_warm["p50"] == 5.5
+    assert latency_summary([1.0, 2.0], kinds=["case", "batch"])["basis"] == "mixed"
 
 
 def test_shortcut_cues_and_warning():

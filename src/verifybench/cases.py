@@ -6,7 +6,7 @@ The positive class is "hallucinated" (`Case.label is True`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -68,7 +68,10 @@ class Verdict(BaseModel):
     """A verifier's judgement of one case.
 
     `score` is None exactly when `error` is set; such a verdict is kept and counted by the metrics,
-    never dropped. `latency_ms` is filled in by the runner.
+    never dropped. `latency_ms` is filled in by the runner when the verifier leaves it out, and
+    `latency_kind` says how it was measured: "case" (this case's own time), "batch" (its batch's wall
+    time shared equally by the batch's cases), "warmup" (in the first batch a worker scored, which
+    includes loading models: reported apart, left out of the percentiles).
     """
 
     case_id: str
@@ -77,6 +80,7 @@ class Verdict(BaseModel):
     units: list[Unit] | None = None
     error: str | None = None
     latency_ms: float | None = None
+    latency_kind: Literal["case", "batch", "warmup"] | None = None
     usage: dict[str, float] | None = None
     cost_usd: float | None = None
     detail: dict[str, Any] = Field(default_factory=dict)

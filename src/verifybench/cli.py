@@ -8,7 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperCommand
 
 from verifybench import api
 from verifybench.errors import VerifybenchError
@@ -21,8 +24,14 @@ DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="where ${VER
 
 
 def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    # The message is shown as it is: it quotes user data ("[record 12]", a label value "[/oops]") that
+    # rich would otherwise read as markup, and drop or choke on.
+    err.print(Text.assemble(("error:", "bold red"), " ", str(e)), highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _note(message: str) -> None:
+    err.print(Text.assemble(("note:", "bold yellow"), " ", message), highlight=False, soft_wrap=True)
 
 
 def _pools(items: list[str] | None) -> dict[str, int]:
@@ -35,7 +44,50 @@ def _pools(items: list[str] | None) -> dict[str, int]:
     return pools
 
 
-@app.command()
+class _BareMlflow(TyperCommand):
+    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one. Typer has no
+    option with an optional value, so a bare `--mlflow` (last, or before another option) is read as
+    `--mlflow=` before parsing."""
+
+    def parse_args(self, ctx, args):
+        out = list(args)
+        for i, a in enumerate(out):
+            if a == "--":
+                break
+            if a == "--mlflow" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+                out[i] = "--mlflow="
+        return super().parse_args(ctx, out)
+
+
+def _mlflow_ready(value: Optional[str]) -> Optional[str]:
+    """Before a run: MLflow installed, the URI sane, the store answering; the URI it resolves to."""
+    if value is None:
+        return None
+    try:
+        return api.check_mlflow(value or None)
+    except VerifybenchError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def _track(run_dir: Path, uri: Optional[str]) -> None:
+    """After a run: log it to MLflow (stderr, so the report path stays stdout's last line)."""
+    if uri is None:
+        return
+    try:
+        err.print(api.log_to_mlflow(run_dir, uri).summary(), highlight=False, markup=False, soft_wrap=True)
+    except VerifybenchError as e:
+        err.print("[bold red]error:[/] " + escape(f"the run is complete in {run_dir}, but logging it to MLflow failed: "
+                                                  f"{e}\nlog it later with: verifybench log {run_dir} --mlflow URI"),
+                  highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(2)
+
+
+MlflowOption = Annotated[Optional[str], typer.Option(
+    "--mlflow", callback=_mlflow_ready, metavar="[URI]",
+    help="log the run to MLflow; alone: MLFLOW_TRACKING_URI, else MLflow's default (sqlite:///mlflow.db)")]
+
+
+@app.command(cls=_BareMlflow)
 def run(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="run directory (default: reports/<suite>-<time>)")] = None,
@@ -47,6 +99,7 @@ def run(
     executor: Annotated[str, typer.Option("--executor", help="where batches are scored: local or ray")] = "local",
     address: Annotated[Optional[str], typer.Option("--address", help="(ray) a cluster's address, HOST:PORT or auto; default: a local Ray")] = None,
     ray_pool: Annotated[Optional[list[str]], typer.Option("--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
+    mlflow: MlflowOption = None,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
@@ -60,9 +113,64 @@ def run(
                              progress=not quiet, policy=policy, **where)
     except VerifybenchError as e:
         _fail(e)
+    for note in result.notes:
+        _note(note)
+    _print_summary(result)
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
-                  f"{result.load_errors} input records skipped", highlight=False)
-    print(result.run_dir / "report.html")
+                  f"{result.load_errors} input records skipped", highlight=False, markup=False)
+    print(result.report_path)  # the last line on stdout: scripts and CI read the report's path from it
+    _track(result.run_dir, mlflow)
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}" if x >= 1 else f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"
+
+
+def _print_summary(run: api.Run) -> None:
+    """Per verifier, as promptfoo and inspect end a run: AUROC with its interval, the threshold and where it
+    came from, the test split's precision / recall / F1 at it, latency, errors. Data values (ids, sources)
+    are shown as text, never read as markup."""
+    from verifybench.results import summary_rows
+
+    try:
+        rows = summary_rows(run.metrics_json)
+    except VerifybenchError as e:
+        _note(f"no summary: {e}")
+        return
+    table = Table(title="verifiers: AUROC over all cases; precision / recall / F1 on the test split at the threshold")
+    table.add_column("verifier")
+    table.add_column("AUROC [95% CI]", no_wrap=True)
+    table.add_column("threshold (source)")
+    for head in ("test P / R / F1", "p50 / p95 ms", "errors"):
+        table.add_column(head, no_wrap=True, justify="right")
+    notes: list[str] = []
+    for r in rows:
+        vid = r["verifier"]
+        auroc = "-" if r["auroc"] is None else f"{r['auroc']:.3f}" + (
+            f" [{r['auroc_ci_low']:.2f}, {r['auroc_ci_high']:.2f}]" if r["auroc_ci_low"] is not None else "")
+        if r["threshold"] is None:
+            threshold = "none"
+            notes.append(f"{vid}: no threshold: {r['threshold_warning']}")
+            prf = "-"
+        else:
+            threshold = f"{r['threshold']:.4g} ({r['threshold_source']})"
+            prf = " / ".join("-" if r[k] is None else f"{r[k]:.2f}" for k in ("test_precision", "test_recall", "test_f1"))
+        if r["threshold_degenerate"]:
+            threshold += " DEGENERATE"
+            notes.append(f"{vid}: the threshold {r['threshold_degenerate']}: its precision, recall and F1 restate "
+                         "the class balance")
+        latency = " / ".join(_ms(r[k]) for k in ("p50_ms", "p95_ms"))
+        if r["latency_basis"] not in (None, "case"):
+            latency += " *"
+            notes.append(f"{vid}: latency basis {r['latency_basis']} (not each case's own time)")
+        errors = str(r["errors"] or 0) + (f" of {r['cases']}" if r["errors"] else "")
+        table.add_row(Text(vid), auroc, Text(threshold), prf, latency, errors)
+    out = console if console.is_terminal else Console(width=max(console.width, 120))  # a CI log is not 80 wide
+    out.print(table)
+    for n in notes:
+        console.print(Text(f"* {n}"), highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -79,22 +187,58 @@ def describe(
     suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1)] = None,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs (as `gate --min-cases`)")] = 30,
     data_dir: DataDir = None,
 ) -> None:
-    """Count a suite's cases by doc type, label and split, without running any verifier."""
+    """Count a suite's cases by doc type, label and split; show which raw label values became which label,
+    and per slice how many labeled cases a threshold and a gate need. No verifier runs."""
     try:
-        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit)
+        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit, min_cases=min_cases)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
         print(json.dumps(counts))
         return
-    console.print(f"[bold]{counts['suite']}[/]: {counts['total']} cases, {counts['skipped_records']} records skipped")
+    console.print(Text.assemble((counts["suite"], "bold"),
+                                f": {counts['total']} cases, {counts['skipped_records']} records skipped"))
+    for example in counts.get("skipped_examples", []):
+        console.print(Text(f"  bad record: {example}"), soft_wrap=True)
+    if counts["skipped_records"] and counts.get("on_error") == "raise":
+        console.print(Text("  `verifybench run` stops at these (on_error: raise); set on_error: skip in the suite's "
+                           "dataset block to skip them"), soft_wrap=True)
     for key in ("by_doc_type", "by_label", "by_split"):
         table = Table(key.removeprefix("by_").replace("_", " "), "cases")
-        for name, n in sorted(counts[key].items()):
-            table.add_row(str(name), str(n))
+        for name, n in sorted(counts[key].items(), key=lambda kv: str(kv[0])):
+            table.add_row(Text(str(name)), str(n))
         console.print(table)
+    if counts.get("label_values"):
+        table = Table("label field", "raw value", "read as", "cases", title="labels as read")
+        for row in counts["label_values"]:
+            table.add_row(Text(row["field"]), Text(row["value"]), row["label"], str(row["cases"]))
+        console.print(table)
+    else:
+        console.print(Text(f"labels: set by the {counts.get('loader', 'dataset')} loader from its own fields"))
+    _print_needs(counts.get("slices") or {})
+
+
+def _print_needs(sl: dict) -> None:
+    if not sl.get("rows"):
+        return
+    table = Table(sl["by"], "labeled h / f", "calib. h / f", "test h / f", "threshold", "gate",
+                  title=f"labeled cases per slice (split: {sl['split']})",
+                  caption=f"h / f: hallucinated / faithful. threshold: {sl['min_per_class']} of each class on the "
+                          f"calibration split; gate: {sl['min_cases']} test cases; +N: labeled cases to add")
+    for key, r in sl["rows"].items():
+        more_t, more_g = r["more_for_threshold"], r["more_for_gate"]
+        threshold = "yes" if r["threshold"] else ", ".join(f"+{n} {cls[0]}" for cls, n in more_t.items() if n)
+        gate = "yes" if r["gate"] else f"+{more_g}"
+        table.add_row(Text(key), f"{r['hallucinated']} / {r['faithful']}",
+                      f"{r['calibration']['hallucinated']} / {r['calibration']['faithful']}",
+                      f"{r['test']['hallucinated']} / {r['test']['faithful']}", Text(threshold, no_wrap=True), Text(gate))
+    console.print(table)
+    if not sl["split"].startswith("from"):
+        console.print(Text("Cases to add are counted in all: the seeded split sends part of them to the test side."),
+                      highlight=False)
 
 
 def _with_ci(point: dict, key: str) -> str:
@@ -104,18 +248,15 @@ def _with_ci(point: dict, key: str) -> str:
     return f"{v:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "")
 
 
-def _diff(d: dict | None) -> tuple[str, str]:
-    if not d:
-        return "-", ""
-    p = "<0.001" if d["p_value"] == 0 else f"{d['p_value']:.3g}"  # 0 of 1,000 resamples crossed zero
-    return f"{d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]", p
+def _f(x, d: int = 3) -> str:
+    return "-" if x is None else f"{x:.{d}f}"
 
 
 @app.command()
 def thresholds(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     by: Annotated[str, typer.Option("--by", help="slice field: doc_type, dataset, split or meta.<key>")] = "doc_type",
-    target: Annotated[str, typer.Option("--target", help="f1, fbeta=B, precision=P or recall=R")] = "f1",
+    target: Annotated[str, typer.Option("--target", help="f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R")] = "f1",
     min_per_class: Annotated[Optional[int], typer.Option("--min-per-class", help="default 30")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="write the policy YAML here")] = None,
 ) -> None:
@@ -125,17 +266,27 @@ def thresholds(
     except VerifybenchError as e:
         _fail(e)
     table = Table("verifier", by, "threshold", "calib. F1 (tuned)", "test precision", "test recall", "test F1",
-                  title=f"thresholds for {policy['target']}, fitted on the calibration split")
+                  "flag-all F1", title=f"thresholds for {policy['target']}, fitted on the calibration split")
     warnings = []
     for vid, rows in policy["thresholds"].items():
         for key, row in rows.items():
+            flag_all = _f((row.get("flag_all (test split)") or {}).get("f1"))
             if row["threshold"] is None:
-                table.add_row(vid, key, "none *", "", "", "", "")
+                table.add_row(vid, key, "none *", "", "", "", "", flag_all)
                 warnings.append(f"{vid} / {key}: {row['warning']}")
                 continue
+            mark, why = "", []
+            if row.get("fallback_from"):
+                mark += f" (fallback: {row['fallback_from']})"
+                why.append(f"uses the {row['fallback_from']!r} threshold ({row['warning']})")
+            if row.get("degenerate"):
+                mark += " DEGENERATE"
+                why.append(f"the threshold {row['degenerate']}")
+            if why:
+                warnings.append(f"{vid} / {key}: " + "; ".join(why))
             cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
-            table.add_row(vid, key, f"{row['threshold']:.4f}", f"{cal.get('f1') or 0:.3f}",
-                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")))
+            table.add_row(vid, key, f"{row['threshold']:.4f}{mark}", _f(cal.get("f1")),
+                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
     console.print(table)
     for w in warnings:
         console.print(f"* {w}", highlight=False)
@@ -143,27 +294,50 @@ def thresholds(
         print(out)
 
 
+def _diff(d: dict | None) -> tuple[str, ...]:
+    if not d:
+        return "-", "-", "-", "-", ""
+    p = "<0.001" if d["p_value"] == 0 else _f(d["p_value"], 3)  # 0 of 1,000 resamples crossed zero
+    ci = d.get("ci") or [None, None]
+    return (_f(d.get("a")), _f(d.get("b")), f"{d['diff']:+.3f}" if d.get("diff") is not None else "-",
+            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if None not in ci else "-", p)
+
+
 @app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="a run directory")],
-    run_b: Annotated[Optional[Path], typer.Argument(help="a second run over the same data")] = None,
+    run_b: Annotated[Optional[Path], typer.Argument(help="a second run over the same cases")] = None,
     verifiers: Annotated[Optional[str], typer.Option("--verifiers", help="comma-separated verifier ids")] = None,
+    refit: Annotated[bool, typer.Option("--refit", help="across runs: each run at its own fitted threshold "
+                                        "(default: run A's threshold held for both, as the gate does)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Paired comparison on the test split: McNemar's test and bootstrap intervals of AUROC and F1 differences."""
+    """Paired comparison on the test split (errors count as wrong): the gate's columns, plus McNemar's test."""
     try:
-        results = api.compare(run_a, run_b, verifiers.split(",") if verifiers else None)
+        results = api.compare(run_a, run_b, verifiers.split(",") if verifiers else None, refit=refit)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
         print(json.dumps(results))
         return
-    table = Table("A", "B", "cases", "AUROC A-B [95% CI]", "p", "F1 A-B [95% CI]", "p", "McNemar p (A only / B only right)")
+    table = Table("A", "B", "metric", "A", "B", "A - B", "95% CI", "p", "cases",
+                  title="paired comparison on the test split; error verdicts count as wrong")
+    notes = []
     for r in results:
+        for metric, d in (r.get("metrics") or {}).items():
+            table.add_row(r["a"], r["b"], metric, *_diff(d), f"{r['cases']} ({r['errors_a']}/{r['errors_b']} errors)")
         m = r.get("mcnemar")
-        table.add_row(r["a"], r["b"], str(r["cases"]), *_diff(r.get("auroc_diff")), *_diff(r.get("f1_diff")),
-                      f"{m['p_value']:.3g} ({m['a_only_right']} / {m['b_only_right']})" if m else r.get("warning", "-"))
+        t = r.get("thresholds") or [None, None]
+        deg = [f"{side}'s flags every calibration case (DEGENERATE: its F1 only restates the class balance)"
+               for side, d in zip(("A", "B"), r.get("degenerate") or []) if d]
+        notes.append(f"{r['a']} vs {r['b']}: thresholds {_f(t[0], 4)} / {_f(t[1], 4)}, {r['threshold_mode']}"
+                     + "".join(f"; {d}" for d in deg)
+                     + (f"; McNemar p {m['p_value']:.3g} ({m['a_only_right']} cases only A right, "
+                        f"{m['b_only_right']} only B)" if m else "")
+                     + (f"; {r['warning']}" if r.get("warning") else ""))
     console.print(table)
+    for n in notes:
+        console.print(n, highlight=False)
 
 
 @app.command()
@@ -187,28 +361,80 @@ def gate(
     max_rise: Annotated[Optional[list[str]], typer.Option("--max-rise", help="p95_ms=25%, cost_per_1k=0.1: gate latency/cost")] = None,
     min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs")] = 30,
     slices: Annotated[str, typer.Option("--slices", help="all: the whole set; each: every slice too")] = "all",
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="write JUnit XML here")] = None,
-    summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="write JUnit XML here (also on a refusal)")] = None,
+    summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
+    allow_batch_latency: Annotated[bool, typer.Option("--allow-batch-latency", help="gate p50/p95/p99 even where they are batch averages")] = False,
 ) -> None:
-    """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison."""
+    """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison.
+    Thresholds are held at the baseline's; the refit column shows what fitting on this run would give."""
 
     try:
-        result = api.gate(run_dir, baseline, max_drop, max_rise, min_cases, slices, junit, summary)
+        result = api.gate(run_dir, baseline, max_drop, max_rise, min_cases, slices, junit, summary,
+                          allow_batch_latency=allow_batch_latency)
     except VerifybenchError as e:
         _fail(e)
-    table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result")
+    from verifybench.gate import refit_text, status_text
+
+    cases = max((c.cases for c in result.checks), default=0)
+    table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result",
+                  "refit (now @ thr.)",
+                  title=f"gate: the same test-split cases on both sides ({cases} for the whole set; errors count as wrong); "
+                        "thresholds held at the baseline's")
     for c in result.checks:
-        fmt = (lambda x: "-" if x is None else f"{x:.3f}")
-        table.add_row(c.verifier, c.slice, c.metric, fmt(c.baseline), fmt(c.current), fmt(c.drop),
+        shown = status_text(c)
+        table.add_row(c.verifier, c.slice, c.metric, _f(c.baseline), _f(c.current), _f(c.drop),
                       f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-", f"{c.allowed:g}",
-                      "[red]FAIL[/]" if c.status == "fail" else c.status)
+                      f"[red]{shown}[/]" if c.status in ("fail",) or c in result.refused else shown, refit_text(c))
     console.print(table)
     for n in result.notes:
         console.print(f"note: {n}", highlight=False)
+    for c in result.checks:
+        if c.status in ("refused", "skipped"):
+            console.print(f"{c.status}: {c.name}: {c.message}", highlight=False, markup=False)
     for c in result.failed:
         err.print(f"[bold red]regression:[/] {c.name}: {c.message}", highlight=False)
-    console.print("gate passed" if not result.failed else f"gate FAILED: {len(result.failed)} regression(s)")
+    for c in result.refused:
+        err.print(f"[bold red]cannot gate:[/] {c.name}: {c.message}", highlight=False)
+    console.print({0: "gate passed", 1: f"gate FAILED: {len(result.failed)} regression(s)",
+                   2: f"gate REFUSED: {len(result.refused)} metric(s) asked for cannot be gated"}[result.exit_code])
     raise typer.Exit(result.exit_code)
+
+
+@app.command(name="log", cls=_BareMlflow)
+def log_runs(
+    run_dirs: Annotated[list[Path], typer.Argument(help="finished run directories")],
+    mlflow: Annotated[Optional[str], typer.Option(
+        "--mlflow", metavar="URI", help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
+    experiment: Annotated[Optional[str], typer.Option(
+        "--experiment", help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the suite's name)")] = None,
+) -> None:
+    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run."""
+    failed = 0
+    for run_dir in run_dirs:
+        try:
+            console.print(api.log_to_mlflow(run_dir, mlflow or None, experiment).summary(), highlight=False,
+                          markup=False, soft_wrap=True)
+        except VerifybenchError as e:
+            msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"
+            err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
+            failed += 1
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command()
+def history(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories (any order; drawn in time order)")],
+    metric: Annotated[str, typer.Option("--metric", help="auroc, auprc, test_f1, test_precision, test_recall, threshold, p95_ms, cost_per_1k, ...")] = "auroc",
+    slice_name: Annotated[str, typer.Option("--slice", help="a slice of the runs' metrics (default: all cases)")] = "all",
+    out: Annotated[Optional[Path], typer.Option("--out", help="an .html page or a .png (default: reports/history.html)")] = None,
+) -> None:
+    """Draw a metric per verifier over runs in time order, one self-contained page; runs over different
+    data are never joined by one line."""
+    try:
+        print(api.history(run_dirs, metric=metric, slice_name=slice_name, out=out))
+    except VerifybenchError as e:
+        _fail(e)
 
 
 @app.command(name="list")
@@ -218,7 +444,7 @@ def list_components() -> None:
     for kind in ("loaders", "verifiers"):
         table = Table(kind, "description", show_lines=False)
         for name, desc in comps[kind].items():
-            table.add_row(name, desc)
+            table.add_row(Text(name), Text(desc))  # a plugin's text is not markup
         console.print(table)
 
 

@@ -1,17 +1,30 @@
 """Baselines and the CI gate: did a change make hallucination detection worse, beyond noise?
 
-A baseline (metrics/<suite>.json, committed) records per verifier and slice the threshold, the quality
-numbers with their intervals, latency, errors and case counts, plus the per-case scores of the test
-split, so a later run can be compared case by case. The gate then:
+A baseline (metrics/<suite>.json, committed) records per verifier and slice the threshold (and whether
+it was fitted, fell back to the whole set's, or was given), the quality numbers on the test split,
+latency (and whether it is per case or a batch average), errors and case counts, the suite's bootstrap
+settings, plus the per-case scores of the test split, so a later run can be compared case by case.
 
-- refuses (exit 2) to compare a run over other cases (dataset content hash, or the set of case ids and
-  labels) or from another suite (its name, dataset block or metrics block), and slices with fewer test
-  cases than `min_cases`. A changed verifier configuration is not a refusal: that is what a team
-  gates (a new prompt, model or chunker); the summary lists it;
+The gate holds the baseline's thresholds (what a deployed policy does: it does not refit on the new
+run) and shows beside each threshold metric what a refit on the new run would give. It then:
+
+- refuses (exit 2) to compare a run over other cases (dataset content hash, or the set of case ids,
+  labels and splits), from another suite (its name, dataset block or metrics block), an unfinished run
+  or one with a verifier missing verdicts or holding duplicates, and slices with fewer test cases than
+  `min_cases`. A changed verifier configuration is not a refusal: that is what a team gates (a new
+  prompt, model or chunker); the summary lists it;
+- does not gate a threshold metric whose baseline threshold is degenerate (it flags every calibration
+  case, or none: its F1 only restates the class balance), nor a latency that is a batch average
+  (unless asked with `allow_batch_latency`); such a check is "refused", and the gate exits 2 when the
+  metric was asked for by name;
 - fails (exit 1) on a verifier x slice x metric whose drop is larger than allowed *and* beyond noise:
-  the paired bootstrap interval of the drop (baseline minus current, same cases) lies above zero;
+  the paired bootstrap interval of the drop (baseline minus current, the same test-split cases, error
+  verdicts counted as wrong on both sides) lies above zero;
 - gates latency and cost only when they are named, as a relative rise;
 - passes (exit 0) otherwise.
+
+Every number a check shows (baseline, now, drop, interval) comes from one paired computation over the
+same cases, so baseline - now is the drop.
 """
 
 from __future__ import annotations
@@ -24,17 +37,21 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import numpy as np
+import pandas as pd
 
 from verifybench.errors import VerifybenchError
-from verifybench.metrics.bootstrap import N_BOOT
-from verifybench.metrics.curves import sorted_curve
-from verifybench.metrics.summary import OVERALL
+from verifybench.metrics.bootstrap import (
+    ALPHA, N_BOOT, PAIRED_METRICS, RANK_METRICS, errors_as_wrong, paired_bootstrap, weighted_metrics,
+)
+from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.rundir import read_json
 
-FORMAT = 1
-QUALITY = ("f1", "precision", "recall", "auroc", "auprc", "balanced_accuracy")
-COSTS = ("p95_ms", "p50_ms", "cost_per_1k")
+FORMAT = 2
+QUALITY = ("f1", "precision", "recall", "balanced_accuracy", "auroc", "auprc")
+LATENCY = ("p50_ms", "p95_ms", "p99_ms")
+COSTS = (*LATENCY, "cost_per_1k")
 DEFAULT_DROPS = {"f1": 0.02, "auroc": 0.02}
+assert set(QUALITY) == set(PAIRED_METRICS)
 
 
 class GateRefused(VerifybenchError):
@@ -56,37 +73,57 @@ def suite_scope_hash(raw: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(scope, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def build_baseline(manifest: dict, metrics: dict, frame, cases: list[dict]) -> dict[str, Any]:
-    """The baseline document from a finished run's manifest, metrics, verdict frame and case index."""
+def _float(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+def test_quality(y: np.ndarray, scores: np.ndarray, threshold: float | None) -> dict[str, float | None]:
+    """Every gated quality metric on one set of test cases, error verdicts (NaN) counted as wrong: the
+    numbers the gate shows as "baseline" and "now"."""
+    if not len(y):
+        return {m: None for m in QUALITY}
+    vals = weighted_metrics(y, errors_as_wrong(y, scores), threshold, QUALITY, np.ones((1, len(y))))
+    return {m: _float(v[0]) for m, v in vals.items()}
+
+
+def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: list[dict],
+                   settings: Settings) -> dict[str, Any]:
+    """The baseline document from a finished run's manifest, metrics, verdict frame (with its `ok`
+    column), case index and metric settings."""
+    test = frame[frame["role"] == "test"]
+    test_slices = dict(zip(test.drop_duplicates("case_id")["case_id"], test.drop_duplicates("case_id")["slice"].astype(str)))
     verifiers = {}
     for vid, m in metrics["verifiers"].items():
+        mine = test[test["verifier"] == vid].sort_values("case_id")
+        scores = np.where(mine["ok"].to_numpy(bool), mine["score"].to_numpy(float, na_value=np.nan), np.nan)
+        labels = mine["label"].to_numpy(bool)
+        slice_of = mine["slice"].astype(str).to_numpy()
         rows = {}
         for key, sm in [(OVERALL, m["overall"]), *m["slices"].items()]:
-            t = sm.get("test") or {}
+            sel = np.ones(len(mine), bool) if key == OVERALL else slice_of == key
+            t, lat = sm["threshold"], sm.get("latency_ms") or {}
             rows[key] = {
-                "threshold": sm["threshold"]["value"],
-                "threshold_source": sm["threshold"]["source"],
-                "test_cases": t.get("n", 0),
-                **{k: t.get(k) for k in ("precision", "recall", "f1", "balanced_accuracy")},
-                "auroc": sm.get("auroc"), "auprc": sm.get("auprc"),
-                "ci": {**(t.get("ci") or {}), **(sm.get("ci") or {})},
-                "errors": sm.get("errors"), "cases": sm.get("n"),
-                "p50_ms": (sm.get("latency_ms") or {}).get("p50"), "p95_ms": (sm.get("latency_ms") or {}).get("p95"),
+                "threshold": t["value"], "threshold_kind": t.get("kind"), "threshold_source": t["source"],
+                "threshold_degenerate": t.get("degenerate"), "fallback_from": t.get("fallback_from"),
+                "threshold_warning": t.get("warning"),
+                "test_cases": int(sel.sum()), "test_hallucinated": int(labels[sel].sum()),
+                "test_faithful": int((~labels[sel]).sum()), "test_errors": int(np.isnan(scores[sel]).sum()),
+                **test_quality(labels[sel], scores[sel], t["value"]),
+                "flag_all": sm.get("flag_all"),
+                "cases": sm.get("n"), "errors": sm.get("errors"),
+                **{f"{p}_ms": lat.get(p) for p in ("p50", "p95", "p99")},
+                "latency_basis": lat.get("basis"), "warmup_ms": (lat.get("warmup") or {}).get("total_ms"),
                 "cost_per_1k": sm.get("cost_per_1k"),
             }
-        test = frame[(frame["verifier"] == vid) & (frame["role"] == "test")].sort_values("case_id")
         verifiers[vid] = {
             "config_hash": next((v["config_hash"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "config": next((v["config"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "slices": rows,
             # Per-case test-split scores (None = error verdict), for the paired comparison.
-            "test_scores": {cid: (None if np.isnan(s) or err is not None else float(s)) for cid, s, err in
-                            zip(test["case_id"], test["score"].astype(float), test["error"])},
+            "test_scores": {cid: _float(sc) for cid, sc in zip(mine["case_id"], scores)},
         }
-    tests = frame[frame["role"] == "test"].drop_duplicates("case_id")
     return {
         "format": FORMAT,
-        "test_slices": dict(zip(tests["case_id"], tests["slice"].astype(str))),
         "suite": manifest["suite"]["name"],
         "suite_hash": manifest["suite"]["hash"],
         "suite_scope_hash": suite_scope_hash(manifest["suite"]["raw"]),
@@ -94,6 +131,9 @@ def build_baseline(manifest: dict, metrics: dict, frame, cases: list[dict]) -> d
         "cases_hash": cases_hash(cases),
         "by": metrics["by"],
         "target": metrics["target"],
+        "settings": {"bootstrap": settings.n_boot, "seed": settings.seed, "test_fraction": settings.test_fraction,
+                     "min_per_class": settings.min_per_class},
+        "test_slices": test_slices,
         "verifiers": verifiers,
     }
 
@@ -108,8 +148,13 @@ class Check:
     allowed: float
     drop: float | None = None
     ci: tuple[float, float] | None = None
-    status: str = "pass"  # pass | fail | skipped
+    status: str = "pass"  # pass | fail | skipped (nothing to gate) | refused (not meaningful to gate)
     message: str = ""
+    explicit: bool = False  # the metric was asked for by name (a refused check then fails the gate: exit 2)
+    cases: int = 0  # test-split cases compared
+    threshold: float | None = None  # the baseline's threshold, held
+    refit_threshold: float | None = None  # what fitting on the run itself would choose
+    refit_value: float | None = None  # the metric now at the refit threshold
 
     @property
     def name(self) -> str:
@@ -121,14 +166,20 @@ class GateResult:
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     summary: str = ""
+    suite: str = ""
 
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.checks if c.status == "fail"]
 
     @property
+    def refused(self) -> list[Check]:
+        """Checks that were asked for by name but cannot be gated meaningfully (exit 2)."""
+        return [c for c in self.checks if c.status == "refused" and c.explicit]
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.failed else 0
+        return 2 if self.refused else 1 if self.failed else 0
 
 
 def parse_limits(items: list[str] | None, defaults: dict[str, float] | None, known: tuple[str, ...]) -> dict[str, float]:
@@ -148,76 +199,56 @@ def parse_limits(items: list[str] | None, defaults: dict[str, float] | None, kno
     return out
 
 
-def _metric(y: np.ndarray, s: np.ndarray, threshold: float | None, metric: str, w: np.ndarray | None = None) -> float:
-    if metric in ("auroc", "auprc"):
-        order = np.argsort(-s, kind="mergesort")
-        c = sorted_curve(y[order], s[order], None if w is None else w[order])
-        return c.auroc() if metric == "auroc" else c.average_precision()
-    if threshold is None:
-        return float("nan")
-    w = np.ones(len(y)) if w is None else w
-    pred = s >= threshold
-    tp, fp = (w * (pred & y)).sum(), (w * (pred & ~y)).sum()
-    fn, tn = (w * (~pred & y)).sum(), (w * (~pred & ~y)).sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "precision": tp / (tp + fp), "recall": tp / (tp + fn), "f1": 2 * tp / (2 * tp + fp + fn),
-            "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2,
-        }[metric]
-
-
-def paired_drop(y: np.ndarray, base: np.ndarray, cur: np.ndarray, t_base: float | None, t_cur: float | None,
-                metric: str, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, tuple[float, float]]:
-    """Drop (baseline - current) of one metric over the same cases, and its 95% paired, stratified
-    bootstrap interval. Error verdicts count as wrong on both sides (score -inf for a hallucinated case,
-    +inf for a faithful one)."""
-    def fill(s):
-        return np.where(np.isnan(s), np.where(y, -np.inf, np.inf), s)
-
-    base, cur = fill(base), fill(cur)
-    point = _metric(y, base, t_base, metric) - _metric(y, cur, t_cur, metric)
-    rng = np.random.default_rng(seed)
-    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
-    drops = np.empty(n_boot)
-    for i in range(n_boot):
-        w = (np.bincount(rng.choice(pos, len(pos)), minlength=len(y))
-             + np.bincount(rng.choice(neg, len(neg)), minlength=len(y))).astype(float)
-        drops[i] = _metric(y, base, t_base, metric, w) - _metric(y, cur, t_cur, metric, w)
-    drops = drops[~np.isnan(drops)]
-    lo, hi = (np.quantile(drops, [0.025, 0.975]) if len(drops) else (np.nan, np.nan))
-    return float(point), (float(lo), float(hi))
+def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None:
+    refusals = []
+    if baseline.get("format") != FORMAT:
+        refusals.append(f"baseline format {baseline.get('format')} is not {FORMAT}; record it again with "
+                        "`verifybench baseline RUN_DIR`")
+    elif baseline["suite"] != current["suite"] or baseline["suite_scope_hash"] != current["suite_scope_hash"]:
+        refusals.append(f"different suite: baseline from {baseline['suite']!r} "
+                        f"(scope {baseline['suite_scope_hash'][:12]}), run from {current['suite']!r} "
+                        f"(scope {current['suite_scope_hash'][:12]}); the dataset or metrics block changed")
+    if baseline.get("dataset_hash") != current["dataset_hash"]:
+        # The dataset hash covers the selection (limit, sample) too: name which kind of change it is.
+        what = "different cases" if baseline.get("cases_hash") != current["cases_hash"] else "different data"
+        refusals.append(f"{what}: dataset {str(baseline.get('dataset_hash'))[:12]} in the baseline, "
+                        f"{current['dataset_hash'][:12]} in the run (other files, or another selection of them: "
+                        "limit or sample)")
+    elif baseline.get("cases_hash") != current["cases_hash"]:
+        refusals.append("different cases: the same files, but another selection of cases (limit or sample?)")
+    if refusals:
+        raise GateRefused("refusing to compare: " + "; ".join(refusals))
 
 
 def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str, bool],
-             max_drop: dict[str, float], max_rise: dict[str, float], min_cases: int = 30,
-             slices: str = "all", n_boot: int = N_BOOT) -> GateResult:
-    """Compare a current baseline-shaped document (built from the new run) against the committed one.
+             max_drop: dict[str, float], max_rise: dict[str, float], min_cases: int = GATE_MIN_CASES,
+             slices: str = "all", refit: dict[str, dict[str, float | None]] | None = None,
+             explicit: set[str] | None = None, allow_batch_latency: bool = False) -> GateResult:
+    """Compare a current baseline-shaped document (built from the new run, at the baseline's
+    thresholds) against the committed one.
 
     Args:
         baseline: the committed baseline.
-        current: `build_baseline` of the run under test.
+        current: `build_baseline` of the run under test, with the baseline's thresholds applied.
         labels: case id -> label (True = hallucinated), from the run's case index.
         max_drop: absolute drop allowed per quality metric.
         max_rise: relative rise allowed per latency or cost measure (0.25 = 25%); only these are gated.
         min_cases: a gated slice needs at least this many test cases.
         slices: "all" gates the whole set only; "each" gates every slice too.
+        refit: verifier -> slice -> the threshold a fit on the run itself chooses (shown, not gated).
+        explicit: metric names asked for by name (a check on one that cannot be gated is an exit 2).
+        allow_batch_latency: gate a latency that is a batch average (not a per-case figure) anyway.
     """
-    refusals = []
-    if baseline.get("format") != FORMAT:
-        refusals.append(f"baseline format {baseline.get('format')} is not {FORMAT}; record it again")
-    if baseline["suite"] != current["suite"] or baseline["suite_scope_hash"] != current["suite_scope_hash"]:
-        refusals.append(f"different suite: baseline from {baseline['suite']!r} "
-                        f"(scope {baseline['suite_scope_hash'][:12]}), run from {current['suite']!r} "
-                        f"(scope {current['suite_scope_hash'][:12]}); the dataset or metrics block changed")
-    if baseline["dataset_hash"] != current["dataset_hash"]:
-        refusals.append(f"different data: dataset {baseline['dataset_hash'][:12]} in the baseline, "
-                        f"{current['dataset_hash'][:12]} in the run")
-    elif baseline["cases_hash"] != current["cases_hash"]:
-        refusals.append("different cases: the same files, but another selection of cases (limit or sample?)")
-    if refusals:
-        raise GateRefused("refusing to compare: " + "; ".join(refusals))
-
-    result = GateResult()
+    _check_comparable(baseline, current)
+    if slices not in ("all", "each"):
+        raise VerifybenchError(f"--slices {slices!r}: expected all or each")
+    explicit = set(explicit or ())
+    settings = baseline.get("settings") or {}
+    n_boot, seed = int(settings.get("bootstrap", N_BOOT)), int(settings.get("seed", 0))
+    result = GateResult(suite=baseline["suite"])
+    for vid in current["verifiers"]:
+        if vid not in baseline["verifiers"]:
+            result.notes.append(f"{vid}: not in the baseline, so not gated (record a new baseline to gate it)")
     for vid, b in baseline["verifiers"].items():
         c = current["verifiers"].get(vid)
         if c is None:
@@ -233,70 +264,155 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
                 raise GateRefused(f"refusing to compare: slice {key!r} of {vid!r} is missing from the run")
             if (bs["test_cases"] or 0) < min_cases:
                 raise GateRefused(f"refusing to gate {vid} / {key}: {bs['test_cases']} test cases, fewer than "
-                                  f"the minimum {min_cases} (lower --min-cases, or gate the whole set only)")
+                                  f"the minimum {min_cases} (label more cases, lower --min-cases, or gate the whole "
+                                  "set only)")
             ids = sorted(i for i in b["test_scores"] if key == OVERALL or baseline["test_slices"].get(i) == key)
             y = np.array([labels[i] for i in ids], bool)
-            base = np.array([np.nan if b["test_scores"][i] is None else b["test_scores"][i] for i in ids])
-            cur = np.array([np.nan if c["test_scores"][i] is None else c["test_scores"][i] for i in ids])
-            for metric, allowed in max_drop.items():
-                check = Check(vid, key, metric, bs.get(metric), cs.get(metric), allowed)
-                if metric not in ("auroc", "auprc") and (bs["threshold"] is None or cs["threshold"] is None):
-                    check.status, check.message = "skipped", "no threshold on one side"
-                else:
-                    check.drop, check.ci = paired_drop(y, base, cur, bs["threshold"], cs["threshold"], metric,
-                                                       n_boot=n_boot)
-                    if check.drop > allowed and check.ci[0] > 0:
-                        check.status = "fail"
-                        check.message = (f"{metric} dropped by {check.drop:.3f} (allowed {allowed:.3f}); "
-                                         f"95% CI of the drop [{check.ci[0]:.3f}, {check.ci[1]:.3f}] excludes 0")
-                    elif check.drop > allowed:
-                        check.message = (f"drop {check.drop:.3f} is within noise: 95% CI "
-                                         f"[{check.ci[0]:.3f}, {check.ci[1]:.3f}] includes 0")
-                result.checks.append(check)
-            for measure, allowed in max_rise.items():
-                before, after = bs.get(measure), cs.get(measure)
-                check = Check(vid, key, measure, before, after, allowed)
-                if before is None or after is None or before == 0:
-                    check.status, check.message = "skipped", "not measured on one side"
-                else:
-                    rise = after / before - 1
-                    check.drop = -rise
-                    if rise > allowed:
-                        check.status = "fail"
-                        check.message = f"{measure} rose by {rise:.0%} ({before:.3g} -> {after:.3g}), allowed {allowed:.0%}"
-                result.checks.append(check)
+            base = errors_as_wrong(y, np.array([np.nan if b["test_scores"][i] is None else b["test_scores"][i]
+                                                for i in ids], float))
+            cur = errors_as_wrong(y, np.array([np.nan if c["test_scores"][i] is None else c["test_scores"][i]
+                                               for i in ids], float))
+            result.checks += _quality_checks(vid, key, bs, cs, y, base, cur, max_drop, explicit, n_boot, seed,
+                                             (refit or {}).get(vid, {}).get(key))
+            result.checks += _cost_checks(vid, key, bs, cs, max_rise, allow_batch_latency)
     return result
+
+
+def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base: np.ndarray, cur: np.ndarray,
+                    max_drop: dict[str, float], explicit: set[str], n_boot: int, seed: int,
+                    refit_threshold: float | None) -> list[Check]:
+    t = bs["threshold"]
+    held = f"held at the baseline's threshold {t:.4f}" if t is not None else ""
+    one_class = y.all() or (~y).all()
+    gated = [m for m in max_drop if not one_class and (m in RANK_METRICS or (t is not None and not bs.get("threshold_degenerate")))]
+    paired = paired_bootstrap(y, base, cur, t, t, metrics=gated, n_boot=n_boot, seed=seed) if gated else {}
+    checks = []
+    for metric, allowed in max_drop.items():
+        check = Check(vid, key, metric, bs.get(metric), cs.get(metric), allowed, explicit=metric in explicit, cases=len(y),
+                      threshold=t if metric not in RANK_METRICS else None)
+        if metric not in RANK_METRICS:
+            check.refit_threshold = refit_threshold
+            if refit_threshold is not None and len(y):
+                check.refit_value = _float(weighted_metrics(y, cur, refit_threshold, [metric], np.ones((1, len(y))))[metric][0])
+        if one_class:
+            check.status, check.message = "skipped", "the test split of this slice holds one class only"
+        elif metric not in RANK_METRICS and t is None:
+            check.status = "skipped"
+            check.message = f"no threshold for this slice in the baseline ({bs.get('threshold_warning') or 'none fitted'})"
+        elif metric not in RANK_METRICS and bs.get("threshold_degenerate"):
+            fa = (bs.get("flag_all") or {}).get(metric)
+            check.status = "refused"
+            check.message = (f"the baseline's threshold {t:.4f} {bs['threshold_degenerate']}: {metric} at it only "
+                             f"restates the class balance" + (f" (flagging every case scores {fa:.3f})" if fa is not None else "")
+                             + "; gate auroc/auprc, or record the baseline with a target that separates "
+                             "(--target balanced_accuracy)")
+        else:
+            p = paired[metric]
+            check.baseline, check.current, check.drop = _float(p["a"]), _float(p["b"]), _float(p["diff"])
+            check.ci = (p["ci"][0], p["ci"][1])
+            note = f" ({held})" if held and metric not in RANK_METRICS else ""
+            if check.drop is not None and check.drop > allowed and check.ci[0] > 0:
+                check.status = "fail"
+                check.message = (f"{metric} dropped by {check.drop:.3f} (allowed {allowed:.3f}); "
+                                 f"{1 - ALPHA:.0%} CI of the drop [{check.ci[0]:.3f}, {check.ci[1]:.3f}] excludes 0{note}")
+            elif check.drop is not None and check.drop > allowed:
+                check.message = (f"drop {check.drop:.3f} is within noise: {1 - ALPHA:.0%} CI "
+                                 f"[{check.ci[0]:.3f}, {check.ci[1]:.3f}] includes 0{note}")
+        checks.append(check)
+    return checks
+
+
+def _cost_checks(vid: str, key: str, bs: dict, cs: dict, max_rise: dict[str, float],
+                 allow_batch_latency: bool) -> list[Check]:
+    checks = []
+    for measure, allowed in max_rise.items():
+        before, after = bs.get(measure), cs.get(measure)
+        check = Check(vid, key, measure, before, after, allowed, explicit=True)
+        bases = {bs.get("latency_basis"), cs.get("latency_basis")}
+        if before is None or after is None or before == 0:
+            check.status, check.message = "skipped", "not measured on one side"
+        elif measure in LATENCY and bases != {"case"} and not allow_batch_latency:
+            check.status = "refused"
+            check.message = (f"{measure} is not a per-case figure here (baseline: {bs.get('latency_basis')}, now: "
+                             f"{cs.get('latency_basis')}): a batch average spreads one batch's time over its cases, "
+                             "so its percentiles are not the cases'; pass --allow-batch-latency to gate it anyway")
+        else:
+            rise = after / before - 1
+            check.drop = -rise
+            if rise > allowed:
+                check.status = "fail"
+                check.message = f"{measure} rose by {rise:.0%} ({before:.3g} -> {after:.3g}), allowed {allowed:.0%}"
+            if measure in LATENCY and bases != {"case"}:
+                check.message += ("; " if check.message else "") + "batch averages, gated as asked"
+        checks.append(check)
+    return checks
+
+
+def _fmt(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
+
+
+def refit_text(c: Check) -> str:
+    """`0.812 @ 0.4312`: the metric now at the threshold a refit on the run would choose."""
+    if c.refit_threshold is None:
+        return "–"
+    return f"{_fmt(c.refit_value)} @ {c.refit_threshold:.4f}"
+
+
+def status_text(c: Check) -> str:
+    return {"fail": "FAIL", "refused": "refused" + (" (asked for)" if c.explicit else " (not gated)")}.get(c.status, c.status)
 
 
 def junit_xml(result: GateResult, suite: str) -> str:
     """One JUnit test case per verifier x slice x gated metric."""
     root = ET.Element("testsuites")
+    errors = len(result.refused)
     ts = ET.SubElement(root, "testsuite", name=f"verifybench-gate.{suite}", tests=str(len(result.checks)),
-                       failures=str(len(result.failed)),
-                       skipped=str(sum(c.status == "skipped" for c in result.checks)))
+                       failures=str(len(result.failed)), errors=str(errors),
+                       skipped=str(sum(c.status in ("skipped", "refused") and not (c.status == "refused" and c.explicit)
+                                       for c in result.checks)))
     for c in result.checks:
         tc = ET.SubElement(ts, "testcase", classname=f"verifybench.{suite}.{c.verifier}", name=f"{c.slice}.{c.metric}")
         if c.status == "fail":
             ET.SubElement(tc, "failure", message=c.message).text = c.message
-        elif c.status == "skipped":
+        elif c.status == "refused" and c.explicit:
+            ET.SubElement(tc, "error", message=c.message).text = c.message
+        elif c.status in ("skipped", "refused"):
             ET.SubElement(tc, "skipped", message=c.message)
         elif c.message:
             ET.SubElement(tc, "system-out").text = c.message
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
-def markdown_summary(result: GateResult, suite: str) -> str:
-    verdict = "**FAILED**" if result.failed else "passed"
-    lines = [f"### verifybench gate on `{suite}`: {verdict}", "",
-             "| verifier | slice | metric | baseline | now | drop | 95% CI of drop | allowed | result |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def refusal_junit(reason: str, suite: str) -> str:
+    """A JUnit file for a refused comparison (exit 2): one errored test case carrying the reason, so a CI
+    step that publishes the file has one to publish."""
+    root = ET.Element("testsuites")
+    ts = ET.SubElement(root, "testsuite", name=f"verifybench-gate.{suite}", tests="1", failures="0", errors="1",
+                       skipped="0")
+    tc = ET.SubElement(ts, "testcase", classname=f"verifybench.{suite}", name="gate")
+    ET.SubElement(tc, "error", message=reason).text = reason
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
-    def f(x):
-        return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
+
+def refusal_markdown(reason: str, suite: str) -> str:
+    return f"### verifybench gate on `{suite}`: **REFUSED** (exit 2)\n\n{reason}\n"
+
+
+def markdown_summary(result: GateResult, suite: str) -> str:
+    verdict = {0: "passed", 1: "**FAILED**", 2: "**REFUSED** (a metric asked for cannot be gated)"}[result.exit_code]
+    cases = max((c.cases for c in result.checks), default=0)
+    lines = [f"### verifybench gate on `{suite}`: {verdict}", "",
+             f"The same test-split cases on both sides ({cases} for the whole set; error verdicts count as wrong). Thresholds "
+             "are held at the baseline's, as a deployed policy would be; *refit* shows the metric now at the "
+             "threshold a fit on this run would choose (not gated).", "",
+             "| verifier | slice | metric | baseline | now | drop | 95% CI of drop | allowed | result | refit |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in result.checks:
         ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "–"
-        lines.append(f"| {c.verifier} | {c.slice} | {c.metric} | {f(c.baseline)} | {f(c.current)} | {f(c.drop)} | {ci} "
-                     f"| {c.allowed:g} | {c.status}{': ' + c.message if c.status == 'fail' else ''} |")
+        why = f": {c.message}" if c.status in ("fail", "refused", "skipped") and c.message else ""
+        lines.append(f"| {c.verifier} | {c.slice} | {c.metric} | {_fmt(c.baseline)} | {_fmt(c.current)} | {_fmt(c.drop)} "
+                     f"| {ci} | {c.allowed:g} | {status_text(c)}{why} | {refit_text(c)} |")
     lines += [""] + [f"- {n}" for n in result.notes]
     return "\n".join(lines) + "\n"
 
@@ -306,6 +422,8 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         doc = read_json(Path(path))
     except VerifybenchError:
         raise GateRefused(f"{path}: no such baseline; record one with `verifybench baseline RUN_DIR --out {path}`") from None
+    except ValueError as e:
+        raise GateRefused(f"{path}: not a verifybench baseline (invalid JSON: {e})") from None
     if not isinstance(doc, dict) or "verifiers" not in doc:
         raise GateRefused(f"{path}: not a verifybench baseline")
     return doc

@@ -16,8 +16,11 @@ FORMAT = 1
 
 
 def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
-    """The policy document: for each verifier and slice, the fitted threshold (or why there is none),
-    the tuned calibration-split numbers, and the test-split numbers with their intervals."""
+    """The policy document: for each verifier and slice, the threshold and where it came from (fitted on
+    the calibration split, or a fallback to the whole set's for a slice too small to fit its own), a
+    warning when it is degenerate (it flags every calibration case, or none), the tuned
+    calibration-split numbers, the test-split numbers with their intervals, and what flagging every
+    test case would score."""
     def point(m: dict | None, keys=("n", "precision", "recall", "f1", "accuracy")) -> dict | None:
         if not m:
             return None
@@ -31,12 +34,18 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> di
         rows = {}
         for key, m in [(OVERALL, v["overall"]), *v["slices"].items()]:
             t = m["threshold"]
-            row: dict[str, Any] = {"threshold": t["value"]}
-            if t["value"] is None:
+            row: dict[str, Any] = {"threshold": t["value"], "source": t.get("kind")}
+            if t.get("fallback_from"):
+                row["fallback_from"] = t["fallback_from"]
+            if t.get("degenerate"):
+                row["degenerate"] = f"{t['degenerate']}: no better than flagging everything (or nothing)"
+            if t.get("warning"):
                 row["warning"] = t["warning"]
-            else:
+            if t["value"] is not None:
                 row["calibration_split (tuned)"] = point(m.get("calibration_split"))
                 row["test_split"] = point(m.get("test"))
+            if m.get("flag_all"):
+                row["flag_all (test split)"] = {k: m["flag_all"].get(k) for k in ("precision", "recall", "f1")}
             rows[key] = row
         thresholds[vid] = rows
     return {

@@ -10,6 +10,10 @@ Guarantees:
   the run there (or is skipped and logged with `on_error: skip`); what was computed before it is kept and
   the manifest records why the run stopped. With progress bars on, a quick counting pass first gives
   the bars their totals and ETA.
+- One writer per run directory: the run holds the directory's lock (`rundir.RunLock`) from start to end;
+  a second writer is refused with the holder's pid and host.
+- The manifest goes running -> scored (every verdict written) here; `api.finish` marks it complete once
+  metrics.json and report.html exist. A dataset that gives no case at all fails the run, saying why.
 """
 
 from __future__ import annotations
@@ -28,15 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from verifybench.cases import Case
-from verifybench.errors import RecordError, VerifybenchError
+from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
-from verifybench.loaders import dataset_hash, iter_cases
+from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
+from verifybench.loaders.fields import LabelLog, recording_labels
 from verifybench.metrics.shortcuts import surface_cues
-from verifybench.rundir import CUES
 from verifybench.rundir import (
-    CASES, ERRORS, MANIFEST, RESULTS, JsonlAppender, case_index_row, iter_jsonl, read_json, repair_tail,
-    write_json,
+    CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, case_index_row, hold,
+    iter_jsonl, read_json, repair_tail, write_json, write_jsonl,
 )
 from verifybench.suite import Suite, parse_suite
 from verifybench.verifiers import Verifier, build
@@ -71,24 +75,91 @@ class RunResult:
     errors: int
     load_errors: int
     counts: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # things the user should hear about (a stale lock taken over)
 
 
-def describe(suite: Suite) -> dict[str, Any]:
-    """Count a suite's cases by doc type, label and split without running any verifier."""
+GATE_MIN_CASES = 30  # `verifybench gate --min-cases`: test cases a gated slice needs
+
+
+def describe(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+    """Count a suite's cases by doc type, label and split without running any verifier; say which raw
+    label values became which label, and per slice how many labeled cases of each class it has and how
+    many it needs for a fitted threshold and for a gate."""
     errors: list[RecordError] = []
-    counts = count_cases(iter_cases(suite.dataset, errors))
+    rows: list[dict[str, Any]] = []
+    log = LabelLog()
+    # Every record is looked at, bad ones counted and shown, whatever `on_error` a run would apply.
+    lenient = suite.dataset.model_copy(update={"on_error": "skip"})
+    with recording_labels(log):
+        for case in iter_cases(lenient, errors):
+            rows.append({"id": case.id, "dataset": case.dataset, "doc_type": case.doc_type, "split": case.split,
+                         "label": case.label, "meta": case.meta})
+    counts = count_cases_rows(rows)
     counts["skipped_records"] = len(errors)
+    counts["skipped_examples"] = [str(e) for e in errors[:5]]
+    counts["on_error"] = suite.dataset.on_error
     counts["suite"] = suite.name
+    counts["loader"] = suite.dataset.loader
+    counts["label_values"] = log.rows()
+    counts["slices"] = slice_needs(rows, suite.metrics, min_cases)
     return counts
 
 
-def default_run_dir(suite: Suite, root: Path = Path("reports")) -> Path:
+def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None,
+                min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+    """Per slice (the metrics' `by` field, doc type by default): labeled cases of each class, how they fall
+    on the calibration and test splits (the same split the metrics layer draws), and how many more of each
+    class to label before the slice gets its own threshold (`min_per_class` of each class on the
+    calibration split) and can be gated (`min_cases` test cases)."""
+    import math
+
+    from verifybench.cases import Verdict
+    from verifybench.metrics import Settings, frame
+    from verifybench.metrics.summary import OVERALL
+    from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES
+
+    s = Settings.from_suite(metrics_block)
+    named = {str(r.get("split") or "").lower() for r in rows}
+    from_data = bool(named & set(CALIBRATION_NAMES)) and bool(named & set(TEST_NAMES))
+    cal_share = 1.0 if from_data else 1.0 - s.test_fraction  # of newly labeled cases, the share calibrated on
+    test_share = 1.0 if from_data else s.test_fraction
+    out: dict[str, Any] = {"by": s.by, "min_per_class": s.min_per_class, "min_cases": min_cases,
+                           "split": "from the cases' split field" if from_data else
+                           f"seeded, {s.test_fraction:.0%} test", "rows": {}}
+    if not rows:
+        return out
+    f = frame(rows, [Verdict(case_id=r["id"], verifier="-", score=0.0) for r in rows], s.by, s.seed, s.test_fraction)
+
+    def need(n: int, have: int, share: float) -> int:
+        return 0 if have >= n or share <= 0 else math.ceil((n - have) / share)
+
+    groups = [(OVERALL, f), *sorted(f.groupby("slice"), key=lambda kv: str(kv[0]))]
+    for key, g in groups:
+        cal, test = g[g["role"] == "calibration"], g[g["role"] == "test"]
+        cal_h, cal_f = int(cal["label"].sum()), int((~cal["label"]).sum())
+        out["rows"][str(key)] = {
+            "hallucinated": int(g["label"].sum()), "faithful": int((~g["label"]).sum()),
+            "calibration": {"hallucinated": cal_h, "faithful": cal_f},
+            "test": {"hallucinated": int(test["label"].sum()), "faithful": int((~test["label"]).sum())},
+            "threshold": min(cal_h, cal_f) >= s.min_per_class,
+            "gate": len(test) >= min_cases,
+            # More labeled cases to add (of each class, in all) for a threshold / for a gate.
+            "more_for_threshold": {"hallucinated": need(s.min_per_class, cal_h, cal_share),
+                                   "faithful": need(s.min_per_class, cal_f, cal_share)},
+            "more_for_gate": need(min_cases, len(test), test_share),
+        }
+    return out
+
+
+def default_run_dir(suite: Suite | str, root: Path = Path("reports")) -> Path:
+    """reports/<suite name>-<time> (a suite, or its name), numbered when that folder exists."""
+    name = suite if isinstance(suite, str) else suite.name
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = root / f"{suite.name}-{stamp}"
+    path = root / f"{name}-{stamp}"
     n = 1
     while path.exists():
         n += 1
-        path = root / f"{suite.name}-{stamp}-{n}"
+        path = root / f"{name}-{stamp}-{n}"
     return path
 
 
@@ -115,12 +186,17 @@ class Runner:
         for v in self.verifiers:
             v.bind_run(self.run_dir)
         self._executor_info: dict[str, Any] = {"name": self.executor.name}
+        self._files_hashed = 0
+        self.notes: list[str] = []
 
     def _check_new_or_resumable(self) -> None:
+        # Called with the run directory's lock held: no other process is writing it, so "resume it"
+        # is sound advice.
         results = self.run_dir / RESULTS
         if not self.resume and results.exists() and results.stat().st_size > 0:
             raise VerifybenchError(f"{self.run_dir} already holds results; resume it with --resume {self.run_dir}")
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.resume and not (self.run_dir / MANIFEST).exists():
+            raise VerifybenchError(f"{self.run_dir}: no manifest.json here; is it a verifybench run directory?")
 
     def _manifest(self, counts: dict[str, Any], data_hash: str, status: str) -> dict[str, Any]:
         previous = read_json(self.run_dir / MANIFEST) if (self.run_dir / MANIFEST).exists() else {}
@@ -139,7 +215,7 @@ class Runner:
                 "data_dir": self.suite.data_dir,
             },
             "dataset": {"hash": data_hash, "loader": self.suite.dataset.loader,
-                        "options": self.suite.dataset.options, **counts},
+                        "options": self.suite.dataset.options, "files_hashed": self._files_hashed, **counts},
             "verifiers": [
                 {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash,
                  "probabilistic": v.probabilistic}
@@ -148,7 +224,8 @@ class Runner:
             "executor": self._executor_info,
             "packages": package_versions(),
             "platform": {"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
-            "resumes": previous.get("resumes", 0) + (1 if self.resume and status == "running" else 0),
+            "resumes": previous.get("resumes", 0) + (1 if self.resume and status == RUNNING else 0),
+            **({"notes": self.notes} if self.notes else {}),
         }
 
     def _count(self) -> int:
@@ -179,9 +256,21 @@ class Runner:
         return {(r["verifier"], r["case_id"]) for r in iter_jsonl(self.run_dir / RESULTS)}
 
     def run(self) -> RunResult:
-        """One pass over the data: each batch is indexed, scored by every verifier, and appended."""
+        """One pass over the data: each batch is indexed, scored by every verifier, and appended. The run
+        directory's lock is held throughout (a second writer is refused naming this process)."""
+        if not self.resume:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        elif not self.run_dir.is_dir():
+            raise VerifybenchError(f"{self.run_dir}: no such run directory")
+        with hold(self.run_dir) as lock:
+            if lock.stale:
+                self.notes.append(lock.stale)
+            return self._run_locked()
+
+    def _run_locked(self) -> RunResult:
         self._check_new_or_resumable()
         data_hash = dataset_hash(self.suite.dataset)
+        self._files_hashed = len(dataset_files(self.suite.dataset))
         done = self._check_resume(data_hash) if self.resume else set()
         if self.resume:
             self._reset_input_errors()
@@ -190,7 +279,7 @@ class Runner:
         try:
             with self.executor:
                 self._executor_info = self.executor.describe()
-                write_json(self.run_dir / MANIFEST, self._manifest({}, data_hash, "running"))
+                write_json(self.run_dir / MANIFEST, self._manifest({}, data_hash, RUNNING))
                 total = self._count() if self.progress else None
                 with _Progress(self.verifiers, total, done, enabled=self.progress,
                                wall_rate=self.executor.wall_rate) as bar, \
@@ -218,15 +307,29 @@ class Runner:
 
                     new, failed = self._write_verdicts(self.executor.score(self.verifiers, indexed_batches(), done),
                                                        results, errlog, bar)
+                if counter.n == 0:
+                    raise DataError(self._no_cases(skipped))
         except BaseException as e:
+            if isinstance(e, BadRecords):
+                # on_error: raise stops the run, and every bad record found is in the error log too.
+                with JsonlAppender(self.run_dir / ERRORS) as errlog:
+                    errlog.write({"kind": "input", **r.to_dict()} for r in e.errors)
             # Everything appended so far stays; the manifest says why the run stopped.
-            manifest = self._manifest(counter.counts(), data_hash, "failed")
+            manifest = self._manifest(counter.counts(), data_hash, FAILED)
             manifest["error"] = f"{type(e).__name__}: {e}"
             write_json(self.run_dir / MANIFEST, manifest)
             raise
         counts = {**counter.counts(), "skipped_records": skipped}
-        write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, "complete"))
-        return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts)
+        write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, SCORED))
+        return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts, list(self.notes))
+
+    def _no_cases(self, skipped: int) -> str:
+        spec = self.suite.dataset
+        where = spec.options.get("path") or spec.options.get("data_files") or spec.loader
+        if skipped:
+            return (f"no cases: every record of {where} was skipped ({skipped} bad record(s), listed in "
+                    f"{self.run_dir / ERRORS}); fix them or the suite's `fields:` mapping")
+        return f"no cases: {where} gave no records (an empty file, or `limit`/loader options that select nothing)"
 
     @staticmethod
     def _write_verdicts(scored: Iterable[Scored], results: JsonlAppender, errlog: JsonlAppender,
@@ -270,6 +373,15 @@ def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
     counter = _CaseCounter()
     counter.add(cases)
     return counter.counts()
+
+
+def count_cases_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    doc, label, split = Counter(), Counter(), Counter()
+    for r in rows:
+        doc[r["doc_type"]] += 1
+        label["hallucinated" if r["label"] else "faithful"] += 1
+        split[r["split"] or "none"] += 1
+    return {"total": len(rows), "by_doc_type": dict(doc), "by_label": dict(label), "by_split": dict(split)}
 
 
 class _Progress:
@@ -319,16 +431,42 @@ class _Progress:
             self.progress.stop()
 
 
-def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None) -> tuple[dict, dict]:
+def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> dict[str, dict] | None:
+    """The cached surface cues, or None when the cache cannot be trusted: missing, a line cut short or
+    unreadable (a killed writer, a truncated copy), or short of a case the run has."""
+    if not path.exists():
+        return None
+    cues: dict[str, dict] = {}
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                return None
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+                cues[row["id"]] = row["cues"]
+            except (ValueError, KeyError, TypeError):
+                return None
+    if want_ids is not None and any(i not in cues for i in want_ids):
+        return None
+    return cues
+
+
+def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None,
+                 case_ids: Iterable[str] | None = None) -> tuple[dict, dict]:
     """One pass over a run's data after the run: the surface cues of every case (for the shortcut check;
     cached in the run directory as cues.jsonl) and the source texts of the cases the report shows.
 
-    Done here rather than in the runner's loop because tokenising a long source costs more than a cheap
-    verifier's whole check.
+    A cache that is truncated, unreadable or misses any of `case_ids` is rebuilt, not trusted. Done here
+    rather than in the runner's loop because tokenising a long source costs more than a cheap verifier's
+    whole check.
     """
     cache = run_dir / CUES if run_dir else None
-    cues = {row["id"]: row["cues"] for row in iter_jsonl(cache)} if cache and cache.exists() else {}
+    cues = (read_cues(cache, case_ids) if cache else None) or {}
     need_cues = not cues
+    if need_cues:
+        cues = {}
     sources: dict[str, list[dict]] = {}
     if not need_cues and not want_sources:
         return cues, sources
@@ -339,13 +477,20 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
         if case.id in want_sources:
             sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
     if need_cues and cache:
-        with JsonlAppender(cache, mode="w") as out:
-            out.write({"id": k, "cues": v} for k, v in cues.items())
+        write_jsonl(cache, ({"id": k, "cues": v} for k, v in cues.items()))
     return cues, sources
 
 
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:
     """The suite a run directory was started with, re-resolved so the run can continue."""
-    manifest = read_json(Path(run_dir) / MANIFEST)
+    run_dir = Path(run_dir)
+    manifest = read_json(run_dir / MANIFEST)
     s = manifest["suite"]
-    return parse_suite(s["raw"], Path(s["base_dir"]), data_dir or s.get("data_dir"), s.get("path") or "<suite>")
+    base, path = Path(s["base_dir"]), s.get("path") or "<suite>"
+    kept = run_dir / "suite.yaml"  # verifybench.inline.SUITE
+    inline = (s["raw"].get("dataset") or {}).get("loader") == "records" and Path(path) == base / kept.name
+    if inline and kept.exists() and run_dir.resolve() != base.resolve():
+        # A suite kept in the run directory (a run over cases given in Python) points at data beside it:
+        # read it from where the run directory is now, so a moved or copied run still resumes and reports.
+        base, path = run_dir.resolve(), str(kept)
+    return parse_suite(s["raw"], base, data_dir or s.get("data_dir"), path)

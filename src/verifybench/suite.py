@@ -14,7 +14,7 @@ verifiers:
 
 `${NAME}` is replaced from the environment; `${VERIFYBENCH_DATA}` falls back to `--data-dir`, then to a
 `shared/datasets` folder found beside the suite's repository. Relative paths are relative to the suite
-file's folder, and so are verifier options written as "./x" or "../x".
+file's folder, and so are other dataset and verifier options written as "./x" or "../x".
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifybench.errors import SuiteError
-from verifybench.loaders import DatasetSpec
+from verifybench.loaders import PATH_OPTIONS, DatasetSpec, validate_dataset
 
 DATA_ENV = "VERIFYBENCH_DATA"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-PATH_KEYS = ("path", "data_files")
+PATH_KEYS = PATH_OPTIONS  # dataset options resolved against the suite's folder
 
 
 class VerifierEntry(BaseModel):
@@ -162,14 +162,20 @@ def parse_suite(
 
     expanded = _expand(raw, lookup, "")
     dataset = dict(expanded.get("dataset") or {})
-    for key in PATH_KEYS:
+    for key in list(dataset):
         # The hf loader's `path` is a hub name or a builder, not a file.
-        if key in dataset and not (key == "path" and dataset.get("loader") == "hf"):
+        if key in PATH_KEYS and not (key == "path" and dataset.get("loader") == "hf"):
             dataset[key] = _resolve_path(dataset[key], base_dir)
+        elif key not in ("loader", "fields"):
+            dataset[key] = _relative_paths(dataset[key], base_dir)  # a plugin's "./x" option, as for verifiers
     body = {k: v for k, v in expanded.items() if k not in ("dataset", "verifiers")}
     body.setdefault("name", Path(where).stem)
+    if "metrics" in body:
+        from verifybench.metrics.settings import validate_metrics_block
+
+        validate_metrics_block(body["metrics"], where)  # a typo'd key is an error here, not a silent default
     try:
-        return Suite(
+        suite = Suite(
             dataset=DatasetSpec.model_validate(dataset),
             verifiers=_verifier_entries(expanded.get("verifiers"), where, base_dir),
             source=where,
@@ -181,6 +187,12 @@ def parse_suite(
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise SuiteError(f"{where}: {field}: {err['msg']}") from None
+    try:
+        # The loader, its options and the `fields:` mapping are checked now, before any data is read.
+        validate_dataset(suite.dataset)
+    except SuiteError as e:
+        raise SuiteError(f"{where}: {e}") from None
+    return suite
 
 
 def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int | None = None) -> Suite:

@@ -4,6 +4,7 @@ batch scored on a cluster worker yields exactly the verdicts it would yield in t
 from __future__ import annotations
 
 import time
+import weakref
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
@@ -14,12 +15,39 @@ def _error_verdict(case: Case, verifier: Verifier, message: str) -> Verdict:
     return Verdict(case_id=case.id, verifier=verifier.id, error=message)
 
 
+# The verifier objects of this process that have scored a batch: the first batch of each pays for loading
+# its models (on a cluster, each worker's copy pays once). Weak, so a finished run's verifiers are freed.
+_warm: weakref.WeakSet = weakref.WeakSet()
+
+
+def _mark_latency(verifier: Verifier, batch: list[Case], verdicts: list[Verdict], share: float) -> None:
+    """Fill and label each verdict's latency: its own ("case"), or its share of the batch's wall time
+    ("batch"; a batch of one is that case's own time). The first batch a verifier object scores is
+    "warmup": all of it when its latencies are shares of the batch, its first case when they are per
+    case (a lazy import or model load lands on the first case). A verifier re-created for each task on a
+    cluster (a stateless one) has a warm-up in each task, and it is marked so."""
+    for v in verdicts:
+        if v.latency_ms is None:
+            v.latency_ms = share
+            v.latency_kind = "batch" if len(batch) > 1 else "case"
+        elif v.latency_kind is None:
+            v.latency_kind = "case"
+    try:
+        first = verifier not in _warm
+        _warm.add(verifier)
+    except TypeError:  # a verifier that cannot be weakly referenced: no warm-up mark
+        return
+    if first and verdicts:
+        for v in verdicts if verdicts[0].latency_kind == "batch" else verdicts[:1]:
+            v.latency_kind = "warmup"
+
+
 def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
     """Run one batch: one verdict per case, whatever the verifier does.
 
     A batch call that raises, or returns verdicts that do not match the batch, is retried one case at a
     time so a single bad case costs only its own verdict. A verdict without a latency gets its share of
-    the batch's wall time.
+    the batch's wall time; every latency says how it was measured (`Verdict.latency_kind`).
     """
     start = time.perf_counter()
     try:
@@ -39,8 +67,7 @@ def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
     share = (time.perf_counter() - start) * 1000.0 / len(batch)
     for v in verdicts:
         v.verifier = verifier.id
-        if v.latency_ms is None:
-            v.latency_ms = share
         if v.error is None and v.score is None:
             v.error = "verifier returned neither a score nor an error"
+    _mark_latency(verifier, batch, verdicts, share)
     return verdicts

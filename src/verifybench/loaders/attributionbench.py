@@ -17,6 +17,7 @@ from pathlib import Path
 
 from verifybench.cases import Case, Source
 from verifybench.errors import DataError, RecordError
+from verifybench.loaders.fields import note_label
 from verifybench.loaders.generic import CaseStream
 from verifybench.loaders.readers import Record, read_jsonl
 
@@ -70,6 +71,7 @@ def _case(rec: Record, split: str) -> Case | RecordError:
     label = LABELS.get(str(d["attribution_label"]).strip().lower())
     if label is None:
         return RecordError(rec.loc, f"expected one of {tuple(LABELS)}, got {d['attribution_label']!r}", "attribution_label")
+    note_label("attribution_label", d["attribution_label"], label)
     try:
         refs = parse_references(d["references"])
     except ValueError as e:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import DataError, RecordError
+from verifybench.loaders.fields import note_label
 from verifybench.loaders.generic import CaseStream
 from verifybench.loaders.holdout import hash_split
 from verifybench.loaders.readers import Record, read_jsonl
@@ -48,6 +49,7 @@ def _general(rec: Record) -> Case | RecordError:
     flag = rec.data["hallucination"].strip().lower()
     if flag not in ("yes", "no"):
         return RecordError(rec.loc, f"expected 'yes' or 'no', got {rec.data['hallucination']!r}", "hallucination")
+    note_label("hallucination", rec.data["hallucination"], flag == "yes")
     response = rec.data["chatgpt_response"]
     spans, unmatched = [], 0
     for text in rec.data.get("hallucination_spans") or []:
@@ -108,6 +110,7 @@ def halueval(path: str | Path, task: str | None = None, holdout: str | None = No
             if side != holdout:
                 continue
         for kind, field, label in (("right", right_f, False), ("hallucinated", halluc_f, True)):
+            note_label("(answer field)", field, label)
             yield Case(
                 id=f"{task}-{row}-{kind}",
                 dataset=f"halueval-{task}",

@@ -1,11 +1,13 @@
 """Record readers: each streams one file format as `Record`s, yielding a `RecordError` for a bad record.
 
 Nothing here holds a whole file in memory. Lines are decoded one at a time so an invalid UTF-8 byte is
-reported with its line, column and byte offset instead of failing the file.
+reported with its line, column and byte offset instead of failing the file. A UTF-8 byte-order mark at the
+start of a file (what Excel and Windows tools write) is read as such, as `utf-8-sig` does.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 from collections.abc import Iterator
@@ -36,6 +38,9 @@ def _decode(raw: bytes, loc: Location, offset: int) -> str | RecordError:
         )
 
 
+BOM = codecs.BOM_UTF8
+
+
 def _open_binary(path: Path):
     try:
         return open(path, "rb")
@@ -57,6 +62,8 @@ def read_jsonl(path: str | Path) -> RecordStream:
     with _open_binary(path) as f:
         for lineno, raw in enumerate(f, start=1):
             line_offset, offset = offset, offset + len(raw)
+            if lineno == 1 and raw.startswith(BOM):
+                raw, line_offset = raw[len(BOM):], line_offset + len(BOM)
             if not raw.strip():
                 continue
             loc = Location(str(path), index, lineno)
@@ -89,6 +96,8 @@ def read_json(path: str | Path, records: str = "item") -> RecordStream:
     path = Path(path)
     index = 0
     with _open_binary(path) as f:
+        if f.read(len(BOM)) != BOM:
+            f.seek(0)
         try:
             for index, data in enumerate(ijson.items(f, records, use_float=True)):
                 loc = Location(str(path), index)
@@ -115,6 +124,8 @@ def read_csv(path: str | Path, delimiter: str = ",") -> RecordStream:
         offset = 0
         with _open_binary(path) as f:
             for lineno, raw in enumerate(f, start=1):
+                if lineno == 1 and raw.startswith(BOM):
+                    raw, offset = raw[len(BOM):], offset + len(BOM)
                 text = _decode(raw, Location(str(path), -1, lineno), offset)
                 offset += len(raw)
                 if isinstance(text, RecordError):
@@ -152,7 +163,11 @@ def read_parquet(path: str | Path, batch_size: int = 1024) -> RecordStream:
     if not path.exists():
         raise DataError(f"{path}: no such file")
     index = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+    try:
+        file = pq.ParquetFile(path)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a file that is not Parquet
+        raise DataError(f"{path}: not a readable Parquet file: {e}") from None
+    for batch in file.iter_batches(batch_size=batch_size):
         for data in batch.to_pylist():
             yield Record(data, Location(str(path), index))
             index += 1

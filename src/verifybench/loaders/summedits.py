@@ -11,6 +11,7 @@ from pathlib import Path
 
 from verifybench.cases import Case, Source
 from verifybench.errors import DataError, RecordError
+from verifybench.loaders.fields import note_label
 from verifybench.loaders.generic import CaseStream
 from verifybench.loaders.readers import read_json
 
@@ -52,6 +53,7 @@ def summedits(path: str | Path, domains: list[str] | None = None) -> CaseStream:
             if str(d["label"]).strip() not in ("0", "1"):
                 yield RecordError(rec.loc, f"expected 0 or 1, got {d['label']!r}", "label")
                 continue
+            note_label("label", d["label"], str(d["label"]).strip() == "0")
             yield Case(
                 id=str(d["id"]),
                 dataset="summedits",

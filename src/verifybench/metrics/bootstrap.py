@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
-from verifybench.metrics.curves import sorted_curve, threshold_curve
+from verifybench.metrics.curves import confusion_at, sorted_curve
 
 N_BOOT = 1000
 ALPHA = 0.05
@@ -137,38 +137,104 @@ def mcnemar(y_true, pred_a, pred_b) -> dict[str, float]:
     return {"a_only_right": b, "b_only_right": c, "p_value": float(p)}
 
 
-def paired_bootstrap(y_true, score_a, score_b, threshold_a: float, threshold_b: float,
-                     n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA) -> dict[str, dict]:
-    """Paired, stratified bootstrap of the AUROC and F1 differences (a - b) over the same cases.
+THRESHOLD_METRICS = ("precision", "recall", "f1", "balanced_accuracy")
+RANK_METRICS = ("auroc", "auprc")
+PAIRED_METRICS = RANK_METRICS + THRESHOLD_METRICS
 
-    Returns for each metric the point difference, its interval, and a two-sided bootstrap p-value (the
-    share of resamples on the other side of zero, doubled).
+
+def errors_as_wrong(y_true, y_score) -> np.ndarray:
+    """Scores with each error verdict (NaN) replaced so that it counts as wrong at every threshold: -inf
+    for a hallucinated case (never flagged: a miss), +inf for a faithful one (always flagged: a false
+    alarm). A verifier then cannot look better by failing, and the case stays in the comparison."""
+    y = np.asarray(y_true, dtype=bool)
+    s = np.asarray(y_score, dtype=float)
+    return np.where(np.isnan(s), np.where(y, -np.inf, np.inf), s)
+
+
+def stratified_weights(y_true, k: int, rng: np.random.Generator) -> np.ndarray:
+    """`k` stratified resamples as case counts (a k x n matrix): each class drawn with replacement to its
+    own size, so every resample keeps the numbers of hallucinated and faithful cases."""
+    y = np.asarray(y_true, dtype=bool)
+    w = np.zeros((k, len(y)))
+    for idx in (np.flatnonzero(y), np.flatnonzero(~y)):
+        m = len(idx)
+        if m:
+            draws = rng.integers(0, m, size=(k, m)) + (np.arange(k) * m)[:, None]
+            w[:, idx] = np.bincount(draws.ravel(), minlength=k * m).reshape(k, m)
+    return w
+
+
+def weighted_metrics(y_true, y_score, threshold: float | None, metrics, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Each metric in `metrics` for every row of `weights` (k x n case counts; a row of ones is the
+    sample itself). Scores may hold +-inf (see `errors_as_wrong`), not NaN. Threshold metrics are NaN
+    when `threshold` is None; AUROC and AUPRC come from one sort of the scores."""
+    y = np.asarray(y_true, dtype=bool)
+    s = np.asarray(y_score, dtype=float)
+    k = weights.shape[0]
+    out: dict[str, np.ndarray] = {}
+    ranked = [m for m in metrics if m in RANK_METRICS]
+    if ranked:
+        order = np.argsort(-s, kind="mergesort")
+        ss = s[order]
+        run_start = np.r_[0, np.flatnonzero(ss[1:] != ss[:-1]) + 1] if len(ss) else np.array([0])
+        w = weights[:, order]
+        pos = np.add.reduceat(w * y[order], run_start, axis=1)
+        neg = np.add.reduceat(w * ~y[order], run_start, axis=1)
+        roc, ap = _areas(pos, neg)
+        out.update({"auroc": roc, "auprc": ap})
+    for m in metrics:
+        if m in RANK_METRICS:
+            continue
+        if m not in THRESHOLD_METRICS:
+            raise ValueError(f"unknown metric {m!r}; known: {', '.join(PAIRED_METRICS)}")
+        if threshold is None:
+            out[m] = np.full(k, np.nan)
+            continue
+        c = confusion_at(y, s, threshold, sample_weight=weights)
+        tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            recall, spec = tp / (tp + fn), tn / (tn + fp)
+            out[m] = {"precision": tp / (tp + fp), "recall": recall,
+                      "f1": 2 * tp / (2 * tp + fp + fn), "balanced_accuracy": (recall + spec) / 2}[m]
+    return {m: out[m] for m in metrics}
+
+
+def paired_bootstrap(y_true, score_a, score_b, threshold_a: float | None = None, threshold_b: float | None = None,
+                     metrics=("auroc", "f1"), n_boot: int = N_BOOT, seed: int = 0,
+                     alpha: float = ALPHA) -> dict[str, dict]:
+    """Paired, stratified bootstrap of metric differences (a - b) over the same cases: the one paired
+    comparison behind `compare` and the gate.
+
+    Args:
+        score_a, score_b: two score vectors over the same cases; error verdicts already filled in
+            (`errors_as_wrong`), or NaN-free.
+        threshold_a, threshold_b: the thresholds the threshold metrics use (None: those metrics are NaN).
+        metrics: any of auroc, auprc, precision, recall, f1, balanced_accuracy.
+
+    Returns, per metric: `a`, `b` (point values), `diff` (a - b), `ci` (its 1 - alpha interval over the
+    resamples; each resample draws the same cases for a and b), and `p_value` (the share of resamples
+    on the other side of zero, doubled).
     """
     y = np.asarray(y_true, dtype=bool)
     a, b = np.asarray(score_a, float), np.asarray(score_b, float)
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("scores hold NaN; fill error verdicts with errors_as_wrong first")
+    metrics = tuple(metrics)
+    ones = np.ones((1, len(y)))
+    pa, pb = weighted_metrics(y, a, threshold_a, metrics, ones), weighted_metrics(y, b, threshold_b, metrics, ones)
     rng = np.random.default_rng(seed)
-    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
-
-    def stats(weights: np.ndarray | None) -> tuple[float, float]:
-        ca = threshold_curve(y, a, sample_weight=weights)
-        cb = threshold_curve(y, b, sample_weight=weights)
-        w = np.ones(len(y)) if weights is None else weights
-        f1 = []
-        for s, t in ((a, threshold_a), (b, threshold_b)):
-            pred = s >= t
-            tp, fp, fn = (w * (pred & y)).sum(), (w * (pred & ~y)).sum(), (w * (~pred & y)).sum()
-            f1.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else np.nan)
-        return ca.auroc() - cb.auroc(), f1[0] - f1[1]
-
-    point = stats(None)
-    draws = np.empty((n_boot, 2))
-    for i in range(n_boot):
-        w = np.bincount(rng.choice(pos, len(pos)), minlength=len(y)) + np.bincount(rng.choice(neg, len(neg)), minlength=len(y))
-        draws[i] = stats(w.astype(float))
+    draws = {m: [] for m in metrics}
+    chunk = max(1, 4_000_000 // max(len(y), 1))
+    for start in range(0, n_boot, chunk):
+        w = stratified_weights(y, min(chunk, n_boot - start), rng)
+        wa, wb = weighted_metrics(y, a, threshold_a, metrics, w), weighted_metrics(y, b, threshold_b, metrics, w)
+        for m in metrics:
+            draws[m].append(wa[m] - wb[m])
     out = {}
-    for j, name in enumerate(("auroc_diff", "f1_diff")):
-        d = draws[:, j]
+    for m in metrics:
+        d = np.concatenate(draws[m]) if draws[m] else np.empty(0)
         d = d[~np.isnan(d)]
         p = min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())) if len(d) else float("nan")
-        out[name] = {"diff": point[j], "ci": _interval(d, alpha).as_list(), "p_value": float(p)}
+        va, vb = float(pa[m][0]), float(pb[m][0])
+        out[m] = {"a": va, "b": vb, "diff": va - vb, "ci": _interval(d, alpha).as_list(), "p_value": float(p)}
     return out

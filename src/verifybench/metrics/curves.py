@@ -8,6 +8,7 @@ from the same sorted counts (no second sort) and agree with scikit-learn's to 1e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -147,11 +148,17 @@ def best_fbeta_index(curve: ThresholdCurve, beta: float = 1.0) -> int:
     return int(np.argmax(curve.fbeta(beta)))
 
 
-def confusion_at(y_true, y_score, threshold: float) -> dict[str, int]:
+def confusion_at(y_true, y_score, threshold: float, sample_weight=None) -> dict[str, Any]:
+    """Confusion counts when cases with `score >= threshold` are flagged: integers, or weighted sums
+    when `sample_weight` is given (a bootstrap resample's count of each case; a k x n matrix gives k
+    sums per count). The one confusion helper of the metrics, the comparison and the gate."""
     y = np.asarray(y_true, dtype=bool)
     pred = np.asarray(y_score, dtype=float) >= threshold
-    return {"tp": int((pred & y).sum()), "fp": int((pred & ~y).sum()),
-            "fn": int((~pred & y).sum()), "tn": int((~pred & ~y).sum())}
+    if sample_weight is None:
+        return {"tp": int((pred & y).sum()), "fp": int((pred & ~y).sum()),
+                "fn": int((~pred & y).sum()), "tn": int((~pred & ~y).sum())}
+    w = np.asarray(sample_weight, dtype=float)
+    return {"tp": w @ (pred & y), "fp": w @ (pred & ~y), "fn": w @ (~pred & y), "tn": w @ (~pred & ~y)}
 
 
 def rates(tp: float, fp: float, fn: float, tn: float) -> dict[str, float]:

@@ -9,67 +9,23 @@ plain JSON-able data: the report and the CLI only read numbers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from verifybench.errors import SuiteError
-from verifybench.metrics.bootstrap import N_BOOT, counts_intervals, rank_intervals
+from verifybench.metrics.bootstrap import counts_intervals, rank_intervals
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
-from verifybench.metrics.curves import rates, sorted_curve
-from verifybench.metrics.operating import cost_per_1k, latency_summary, pareto_front
+from verifybench.metrics.curves import confusion_at, rates, sorted_curve
+from verifybench.metrics.operating import cost_per_1k, latency_kind_codes, latency_summary, pareto_front
+from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, Settings
 from verifybench.metrics.shortcuts import CUES, shortcut_report
-from verifybench.metrics.thresholds import Target, parse_target, select_threshold, split_roles
+from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES, select_threshold, split_roles
 
-CURVE_POINTS = 400
-SHORTCUT_MIN_PER_CLASS = 20  # the shortcut check needs this many cases of each class in a group  # per-threshold rows embedded for plots and the report's slider
-OVERALL = "all"
-
-
-@dataclass
-class Settings:
-    """How metrics are computed; the suite's `metrics:` block fills these."""
-
-    by: str = "doc_type"
-    target: Target = field(default_factory=lambda: Target("fbeta", 1.0))
-    min_per_class: int = 30
-    n_boot: int = N_BOOT
-    seed: int = 0
-    test_fraction: float = 0.5
-    policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
-    policy_source: str = "policy"  # what the report says a given threshold came from
-    probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
-    breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
-
-    @classmethod
-    def from_suite(cls, block: dict[str, Any] | None, **overrides) -> "Settings":
-        block = dict(block or {})
-        thresholds = block.pop("thresholds", {}) or {}
-        s = cls(
-            by=thresholds.get("by", block.get("by", "doc_type")),
-            target=parse_target(thresholds.get("target", block.get("target"))),
-            min_per_class=int(thresholds.get("min_per_class", block.get("min_per_class", 30))),
-            n_boot=int(block.get("bootstrap", N_BOOT)),
-            seed=int(block.get("seed", 0)),
-            test_fraction=float(block.get("test_fraction", 0.5)),
-            breakdown=list(block.get("breakdown") or []),
-        )
-        # `fixed: {verifier: threshold | {slice: threshold}}`: thresholds that mean something by
-        # themselves (a verifier's own binary decision), stated in the suite instead of fitted.
-        fixed = block.get("fixed") or {}
-        if not isinstance(fixed, dict):
-            raise SuiteError("metrics.fixed must map verifier ids to a threshold or to {slice: threshold}")
-        if fixed:
-            s.policy = {str(v): (dict(t) if isinstance(t, dict) else {OVERALL: float(t)}) for v, t in fixed.items()}
-            s.policy_source = "suite (metrics.fixed)"
-        if overrides.get("policy") is not None:
-            s.policy_source = "policy"
-        for k, v in overrides.items():
-            if v is not None:
-                setattr(s, k, v)
-        return s
+CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
+SHORTCUT_MIN_PER_CLASS = 20  # the shortcut check needs this many cases of each class in a group
 
 
 def _clean(x: Any) -> Any:
@@ -100,13 +56,34 @@ def _slice_key(case: dict, by: str) -> str:
     return "none" if value is None else str(value)
 
 
+def check_fields(cases: list[dict], fields: dict[str, str]) -> None:
+    """Refuse a slice or breakdown field that no case has (`{"metrics.by": "meta.tier"}`): every case
+    would land in one "none" slice, silently. The error lists the fields the cases do have."""
+    meta_keys = sorted({k for c in cases for k in (c.get("meta") or {})})
+    for key, name in fields.items():
+        if name in SLICE_FIELDS or (name.startswith("meta.") and name[5:] in meta_keys):
+            continue
+        have = ", ".join([*SLICE_FIELDS, *(f"meta.{k}" for k in meta_keys)])
+        raise SuiteError(f"{key}: no case has a field {name!r}; the cases have: {have}")
+
+
 def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0,
           test_fraction: float = 0.5, breakdown: list[str] = ()) -> pd.DataFrame:
-    """One row per (verifier, case): label, slice, role (calibration/test), score, error, latency, cost,
-    and a `bd:<field>` column per breakdown field."""
-    roles = split_roles([c.get("split") for c in cases], seed=seed, test_fraction=test_fraction,
+    """One row per (verifier, case): label, slice, role (calibration/test), score, error, ok (scored,
+    no error), latency and how it was measured, cost, and a `bd:<field>` column per breakdown field.
+
+    `frame.attrs["split_from"]` says whether the roles come from the cases' own split field ("field")
+    or from a seeded draw stratified by doc type and label ("seeded")."""
+    if cases:
+        check_fields(cases, {"metrics.by": by, **{f"metrics.breakdown[{i}]": f for i, f in enumerate(breakdown)}})
+    splits = [c.get("split") for c in cases]
+    roles = split_roles(splits, seed=seed, test_fraction=test_fraction,
                         labels=[c["label"] for c in cases],
-                        groups=[c.get("meta", {}).get("group", f"#{i}") for i, c in enumerate(cases)])
+                        groups=[c.get("meta", {}).get("group", f"#{i}") for i, c in enumerate(cases)],
+                        strata=[c.get("doc_type") for c in cases])
+    from_field = bool(len(roles)) and all(
+        r == ("test" if str(v).lower() in TEST_NAMES else "calibration" if str(v).lower() in CALIBRATION_NAMES else "")
+        for r, v in zip(roles, splits))
     cdf = pd.DataFrame({
         "case_id": [c["id"] for c in cases],
         "dataset": [c.get("dataset") for c in cases],
@@ -118,12 +95,19 @@ def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0
     })
     vdf = pd.DataFrame([
         {"case_id": v.case_id, "verifier": v.verifier, "score": v.score, "error": v.error,
-         "latency_ms": v.latency_ms, "cost_usd": v.cost_usd, "units": len(v.units) if v.units else None,
+         "latency_ms": v.latency_ms, "latency_kind": getattr(v, "latency_kind", None), "cost_usd": v.cost_usd,
+         "units": len(v.units) if v.units else None,
          "usage": v.usage, "flipped": v.detail.get("flipped"), "injected_flip": v.detail.get("injected_flip")}
         for v in verdicts
-    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "cost_usd", "units", "usage", "flipped",
-                "injected_flip"])
-    return vdf.merge(cdf, on="case_id", how="inner")
+    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "latency_kind", "cost_usd", "units", "usage",
+                "flipped", "injected_flip"])
+    out = vdf.merge(cdf, on="case_id", how="inner")
+    score = out["score"].to_numpy(dtype=float, na_value=np.nan)
+    # One meaning of "scored": no error message and a number. (An error column read back by pandas holds
+    # NaN, not None, where there is no error: never test it with `is not None`.)
+    out["ok"] = out["error"].isna().to_numpy() & ~np.isnan(score)
+    out.attrs["split_from"] = "field" if from_field else "seeded"
+    return out
 
 
 def _curve_table(curve, threshold: float | None = None) -> dict[str, Any]:
@@ -152,13 +136,14 @@ class Rows:
     slice: np.ndarray  # integer code into `slices`
     slices: list[str]
     latency: np.ndarray
+    latency_kind: np.ndarray  # how each latency was measured (codes of operating.LATENCY_KINDS)
     cost: np.ndarray
     units: np.ndarray
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame) -> "Rows":
         score = df["score"].to_numpy(dtype=float, na_value=np.nan)
-        ok = (df["error"].isna() & ~np.isnan(score)).to_numpy()
+        ok = df["ok"].to_numpy(bool) if "ok" in df else (df["error"].isna() & ~np.isnan(score)).to_numpy()
         order = np.argsort(-np.where(ok, score, -np.inf), kind="mergesort")
 
         def col(name, dtype=float):
@@ -167,17 +152,17 @@ class Rows:
         # Integer codes: comparing a million Python strings per slice would cost more than the metrics.
         codes, names = pd.factorize(df["slice"].astype(str), sort=True)
         role = df["role"].astype(str)
+        kind = (latency_kind_codes(df["latency_kind"].to_numpy(dtype=object))[order] if "latency_kind" in df
+                else np.zeros(len(df), np.int8))
         return cls(label=df["label"].to_numpy(bool)[order], score=score[order], ok=ok[order],
                    cal=(role == "calibration").to_numpy()[order], test=(role == "test").to_numpy()[order],
                    slice=codes[order], slices=[str(n) for n in names],
-                   latency=col("latency_ms"), cost=col("cost_usd"), units=col("units"))
+                   latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"))
 
 
 def _operating_point(r: Rows, mask: np.ndarray, threshold: float, s: Settings, with_ci: bool) -> dict[str, Any]:
     ok = mask & r.ok
-    y, pred = r.label[ok], r.score[ok] >= threshold
-    c = {"tp": int((pred & y).sum()), "fp": int((pred & ~y).sum()), "fn": int((~pred & y).sum()),
-         "tn": int((~pred & ~y).sum())}
+    c = confusion_at(r.label[ok], r.score[ok], threshold)
     out = {"n": int(mask.sum()), "n_scored": int(ok.sum()), **rates(**c), "confusion": c}
     err = mask & ~r.ok
     e_pos = int((r.label & err).sum())
@@ -189,46 +174,123 @@ def _operating_point(r: Rows, mask: np.ndarray, threshold: float, s: Settings, w
     return out
 
 
+def _more(deficit: int, share: float) -> int | None:
+    """Labeled cases to add so that `deficit` more land on a side that gets `share` of new cases."""
+    if deficit <= 0:
+        return 0
+    return math.ceil(deficit / share) if share > 0 else None
+
+
+def _labels_and_needs(r: Rows, mask: np.ndarray, s: Settings, split_from: str) -> tuple[dict, dict]:
+    """Labeled cases of each class on each side of the split, and how many more a team would label for
+    this slice to get a threshold of its own (`min_per_class` scored calibration cases of each class)
+    and to be gated (GATE_MIN_CASES test cases). With a drawn split, a new case lands on the calibration
+    side with probability 1 - test_fraction; with the data's own split field, the team places it."""
+    def count(m):  # boolean ops and counts only: no copies of a million-row slice
+        n_pos = int(np.count_nonzero(m & r.label))
+        return {"hallucinated": n_pos, "faithful": int(np.count_nonzero(m)) - n_pos}
+
+    cal = mask & r.cal
+    labels = {"calibration": count(cal), "test": count(mask & r.test)}
+    cal_scored = count(cal & r.ok)
+    share_cal = 1.0 if split_from == "field" else 1 - s.test_fraction
+    share_test = 1.0 if split_from == "field" else s.test_fraction
+    test_n = sum(labels["test"].values())
+    needs = {
+        "threshold": {"per_class": s.min_per_class, "calibration_scored": cal_scored,
+                      "more_hallucinated": _more(s.min_per_class - cal_scored["hallucinated"], share_cal),
+                      "more_faithful": _more(s.min_per_class - cal_scored["faithful"], share_cal)},
+        "gate": {"test_cases": GATE_MIN_CASES, "more": _more(GATE_MIN_CASES - test_n, share_test)},
+    }
+    return labels, needs
+
+
+def _degenerate(r: Rows, mask: np.ndarray, threshold: float) -> str | None:
+    """Whether a threshold flags every scored case of the calibration split, or none: then it does not
+    separate anything, and precision, recall and F1 at it only restate the class balance."""
+    cal_ok = mask & r.cal & r.ok
+    if not cal_ok.any():
+        return None
+    flagged = r.score[cal_ok] >= threshold
+    if flagged.all():
+        return "flags every calibration case"
+    if not flagged.any():
+        return "flags no calibration case"
+    return None
+
+
+def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
+               parent: dict[str, Any] | None) -> dict[str, Any]:
+    """The slice's threshold and where it came from: given (a policy or `metrics.fixed`), fitted on the
+    slice's calibration split, or, for a slice too small to fit its own, its parent slice's threshold
+    (`fallback`, labelled so)."""
+    cal_ok = mask & r.cal & r.ok
+    given = (s.policy or {}).get(verifier, {})
+    t: dict[str, Any] = {"value": None, "kind": None, "source": None, "warning": None, "target": str(s.target),
+                         "degenerate": None}
+    if key in given or OVERALL in given:
+        t.update(value=float(given.get(key, given.get(OVERALL))), kind="given",
+                 source=s.policy_source if key in given else f"{s.policy_source} (verifier-wide)")
+    else:
+        n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
+        if min(n_pos, n_neg) < s.min_per_class:
+            t["warning"] = (f"too few cases to fit a threshold: the calibration split has {n_pos} hallucinated and "
+                            f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)")
+            if parent is not None and parent.get("value") is not None:
+                t.update(value=parent["value"], kind="fallback", fallback_from=OVERALL,
+                         source=f"fallback: the {OVERALL!r} threshold ({parent['source']})",
+                         degenerate=parent.get("degenerate"))
+                return t
+        else:
+            cal_curve = sorted_curve(r.label[cal_ok], r.score[cal_ok])
+            i = select_threshold(cal_curve, s.target)
+            if i is None:
+                t["warning"] = f"no threshold reaches {s.target} on the calibration split"
+            else:
+                t.update(value=float(cal_curve.thresholds[i]), kind="fitted",
+                         source=f"fitted on the calibration split ({s.target})")
+    if t["value"] is not None:
+        t["degenerate"] = _degenerate(r, mask, t["value"])
+    return t
+
+
 def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
-                  probabilistic: bool = False) -> dict[str, Any]:
-    """Everything about one verifier on one slice of cases (`mask` over the verifier's rows)."""
+                  probabilistic: bool = False, parent: dict[str, Any] | None = None,
+                  split_from: str = "seeded") -> dict[str, Any]:
+    """Everything about one verifier on one slice of cases (`mask` over the verifier's rows).
+
+    Args:
+        parent: the threshold entry of the slice above (the whole set), used when this slice is too
+            small for its own.
+        split_from: "field" or "seeded" (see `frame`), for how many more cases a team should label.
+    """
     ok = mask & r.ok
     y, sc = r.label[ok], r.score[ok]  # still in decreasing score order
     out: dict[str, Any] = {
         "n": int(mask.sum()), "n_scored": int(ok.sum()), "errors": int((mask & ~r.ok).sum()),
         "positives": int(r.label[mask].sum()), "negatives": int((~r.label[mask]).sum()),
     }
+    out["labels"], out["needs"] = _labels_and_needs(r, mask, s, split_from)
     curve = sorted_curve(y, sc)
     out["auroc"], out["auprc"] = curve.auroc(), curve.average_precision()
     if len(y):
         out["ci"] = {k: v.as_list() for k, v in
                      rank_intervals(y, sc, n_boot=s.n_boot, seed=s.seed, presorted=True).items()}
     units = r.units[mask]
-    out["latency_ms"] = latency_summary(r.latency[mask][~np.isnan(r.latency[mask])],
-                                        units if (~np.isnan(units)).any() else None)
+    out["latency_ms"] = latency_summary(r.latency[mask], units if (~np.isnan(units)).any() else None,
+                                        r.latency_kind[mask])
     out["cost_per_1k"] = cost_per_1k(r.cost[mask])
 
     cal_mask, test_mask = mask & r.cal, mask & r.test
-    cal_ok = cal_mask & r.ok
-    given = (s.policy or {}).get(verifier, {})
-    threshold, source, warning = None, None, None
-    if key in given or OVERALL in given:
-        threshold = given.get(key, given.get(OVERALL))
-        source = s.policy_source if key in given else f"{s.policy_source} (verifier-wide)"
-    else:
-        n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
-        if min(n_pos, n_neg) < s.min_per_class:
-            warning = (f"too few cases to fit a threshold: the calibration split has {n_pos} hallucinated and "
-                       f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)")
-        else:
-            cal_curve = sorted_curve(r.label[cal_ok], r.score[cal_ok])
-            i = select_threshold(cal_curve, s.target)
-            if i is None:
-                warning = f"no threshold reaches {s.target} on the calibration split"
-            else:
-                threshold, source = float(cal_curve.thresholds[i]), f"fitted on the calibration split ({s.target})"
-    out["threshold"] = {"value": threshold, "source": source, "warning": warning, "target": str(s.target)}
+    threshold_entry = _threshold(r, mask, s, verifier, key, parent)
+    threshold = threshold_entry["value"]
+    out["threshold"] = threshold_entry
     out["curve"] = _curve_table(curve, threshold)
+    if test_mask.any():
+        # What flagging every test case would score: the floor a threshold has to beat.
+        n_pos = int(r.label[test_mask].sum())
+        out["flag_all"] = {"split": "test", "n": int(test_mask.sum()),
+                           **rates(n_pos, int(test_mask.sum()) - n_pos, 0, 0)}
     if threshold is not None:
         out["calibration_split"] = {**_operating_point(r, cal_mask, threshold, s, with_ci=False), "tuned": True}
         out["test"] = _operating_point(r, test_mask, threshold, s, with_ci=True)
@@ -246,15 +308,20 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         "by": s.by, "target": str(s.target), "min_per_class": s.min_per_class, "bootstrap": s.n_boot,
         "n_cases": n_cases if n_cases is not None else int(df["case_id"].nunique()),
         "split": {str(r): int(n) for r, n in roles.items()},
+        "split_from": df.attrs.get("split_from", "seeded"),
+        "test_fraction": s.test_fraction, "seed": s.seed, "gate_min_cases": GATE_MIN_CASES,
         "verifiers": {},
     }
     for vid, vdf in df.groupby("verifier", sort=False):
         r = Rows.from_frame(vdf)
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
-        entry = {"probabilistic": prob, "overall": slice_metrics(r, everything, s, vid, OVERALL, prob), "slices": {}}
+        split_from = out["split_from"]
+        overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from)
+        entry = {"probabilistic": prob, "overall": overall, "slices": {}}
         for code, key in enumerate(r.slices):
-            entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob)
+            entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob, parent=overall["threshold"],
+                                                 split_from=split_from)
         if s.breakdown:
             entry["breakdown"] = breakdown(vdf, entry["overall"]["threshold"]["value"], s.breakdown)
         entry.update(backend_counts(vdf))

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.curves import ThresholdCurve
@@ -20,24 +21,36 @@ CALIBRATION_NAMES = ("calibration", "cal", "calib", "dev", "validation", "val", 
 TEST_NAMES = ("test", "heldout", "held-out", "holdout")
 
 
+# Targets that maximise a measure and take no value. Youden's J (TPR - FPR) is 2 x balanced accuracy - 1:
+# both pick the same threshold; they are reported in their own units.
+MAXIMISED = {"balanced_accuracy": "max balanced accuracy", "youden": "max Youden's J"}
+
+
 @dataclass(frozen=True)
 class Target:
-    """What a threshold optimises: max F-beta, or precision / recall at least a value."""
+    """What a threshold optimises: max F-beta, max balanced accuracy or Youden's J, or precision /
+    recall at least a value."""
 
-    kind: str  # "fbeta" | "precision" | "recall"
-    value: float
+    kind: str  # "fbeta" | "balanced_accuracy" | "youden" | "precision" | "recall"
+    value: float = 1.0
 
     def __str__(self) -> str:
         if self.kind == "fbeta":
             return "max F1" if self.value == 1 else f"max F{self.value:g}"
+        if self.kind in MAXIMISED:
+            return MAXIMISED[self.kind]
         return f"{self.kind} >= {self.value:g}"
 
     def as_dict(self) -> dict:
         return {self.kind: self.value}
 
 
+TARGETS_HELP = "f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R"
+
+
 def parse_target(text: str | dict | Target | None) -> Target:
-    """`"f1"`, `"fbeta=0.5"`, `"precision=0.9"`, `"recall=0.8"`, or the dict form `{precision: 0.9}`."""
+    """`"f1"`, `"fbeta=0.5"`, `"balanced_accuracy"`, `"youden"`, `"precision=0.9"`, `"recall=0.8"`, or
+    the dict form `{precision: 0.9}`."""
     if text is None:
         return Target("fbeta", 1.0)
     if isinstance(text, Target):
@@ -47,12 +60,15 @@ def parse_target(text: str | dict | Target | None) -> Target:
             raise VerifybenchError(f"a threshold target names one metric, got {text}")
         (k, v), = text.items()
         text = f"{k}={v}"
-    m = re.fullmatch(r"\s*(f1|fbeta|f_beta|precision|recall)\s*(?:=\s*([0-9.]+))?\s*", str(text).lower())
+    m = re.fullmatch(r"\s*(f1|fbeta|f_beta|balanced_accuracy|youden|precision|recall)\s*(?:=\s*([0-9.]+))?\s*",
+                     str(text).lower())
     if not m:
-        raise VerifybenchError(f"threshold target {text!r}: expected f1, fbeta=B, precision=P or recall=R")
+        raise VerifybenchError(f"threshold target {text!r}: expected {TARGETS_HELP}")
     kind, value = m.group(1), m.group(2)
     if kind == "f1":
         return Target("fbeta", 1.0)
+    if kind in MAXIMISED:
+        return Target(kind, 1.0)
     if value is None:
         raise VerifybenchError(f"threshold target {text!r} needs a value, e.g. {kind}=0.9")
     v = float(value)
@@ -67,6 +83,7 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
     """Index of the chosen threshold in `curve`, or None when the target cannot be met.
 
     - fbeta: the threshold maximising F-beta (the highest one on ties);
+    - balanced_accuracy, youden: the threshold maximising (TPR + TNR) / 2, i.e. TPR - FPR (highest on ties);
     - precision >= p: the lowest threshold that still reaches p (most recall for that precision);
     - recall >= r: the highest threshold that still reaches r (fewest false alarms for that recall).
     """
@@ -74,6 +91,8 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
         return None
     if target.kind == "fbeta":
         return int(np.argmax(curve.fbeta(target.value)))
+    if target.kind in MAXIMISED:
+        return int(np.argmax(curve.tpr - curve.fpr))
     if target.kind == "precision":
         ok = np.flatnonzero((curve.precision >= target.value) & (curve.tp > 0))
         return int(ok[-1]) if len(ok) else None
@@ -81,12 +100,17 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
     return int(ok[0]) if len(ok) else None
 
 
-def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=None, groups=None) -> np.ndarray:
+def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=None, groups=None,
+                strata=None) -> np.ndarray:
     """'calibration' or 'test' per case.
 
     When the cases carry split names, known calibration and test names are used as they are. Otherwise
-    (or when either side would be empty) a seeded split stratified by label is drawn; cases sharing a
-    group (e.g. HaluEval's right/hallucinated pair) land on the same side.
+    (or when either side would be empty) a seeded split is drawn, stratified by label and `strata`
+    (the doc type) together, so each doc type gets its share of both classes on both sides. Cases
+    sharing a group (e.g. HaluEval's right/hallucinated pair) land on the same side: groups are the
+    units drawn, each in the stratum of its first case's doc type and the set of labels it holds.
+    Within a stratum of k units, k x test_fraction go to the test side, the fractional unit by a seeded
+    coin, so that small strata are not all rounded the same way.
     """
     values = np.array(["" if v is None else str(v).lower() for v in split_values], dtype=object)
     roles = np.where(np.isin(values, CALIBRATION_NAMES), "calibration",
@@ -94,21 +118,28 @@ def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=
     if (roles == "calibration").any() and (roles == "test").any():
         return roles.astype(object)
     n = len(values)
+    if not n:
+        return np.array([], dtype=object)
     labels = np.zeros(n, bool) if labels is None else np.asarray(labels, bool)
-    groups = np.arange(n) if groups is None else np.asarray(groups, dtype=object)
+    # Vectorised (a million cases take a second): groups and strata as integer codes.
+    g, _ = pd.factorize(pd.Series(np.arange(n) if groups is None else list(groups), dtype=object))
+    n_groups = int(g.max()) + 1
+    first = np.full(n_groups, n)
+    np.minimum.at(first, g, np.arange(n))
+    has_pos = np.bincount(g, weights=labels, minlength=n_groups) > 0
+    has_neg = np.bincount(g, weights=~labels, minlength=n_groups) > 0
+    label_set = has_pos.astype(int) + 2 * has_neg.astype(int)  # 1: hallucinated only, 2: faithful only, 3: both
+    doc = np.array(["" if v is None else str(v) for v in strata], dtype=object)[first] if strata is not None \
+        else np.full(n_groups, "", dtype=object)
+    stratum, _ = pd.factorize(pd.Series([f"{d}\x00{k}" for d, k in zip(doc, label_set)]), sort=True)
+    n_strata = int(stratum.max()) + 1
     rng = np.random.default_rng(seed)
-    roles = np.empty(n, dtype=object)
-    for label in (False, True):
-        idx = np.flatnonzero(labels == label)
-        keys = list(dict.fromkeys(groups[idx].tolist()))
-        order = rng.permutation(len(keys))
-        n_test = int(round(len(keys) * test_fraction))
-        test_keys = {keys[i] for i in order[:n_test]}
-        for i in idx:
-            roles[i] = "test" if groups[i] in test_keys else "calibration"
-    # A group holding both labels must not straddle the split: the first label's draw decides.
-    if groups is not None:
-        decided: dict = {}
-        for i in range(n):
-            roles[i] = decided.setdefault(groups[i], roles[i])
-    return roles
+    exact = np.bincount(stratum, minlength=n_strata) * test_fraction
+    n_test = np.floor(exact).astype(int) + (rng.random(n_strata) < exact - np.floor(exact))
+    # A random rank for each group within its stratum; the lowest n_test ranks go to the test side.
+    order = np.lexsort((rng.random(n_groups), stratum))
+    starts = np.r_[0, np.cumsum(np.bincount(stratum, minlength=n_strata))[:-1]]
+    rank = np.empty(n_groups, int)
+    rank[order] = np.arange(n_groups) - starts[stratum[order]]
+    test_group = rank < n_test[stratum]
+    return np.where(test_group[g], "test", "calibration").astype(object)

@@ -11,13 +11,17 @@ my-check = "my_package.module:MyVerifier"
 
 from __future__ import annotations
 
+import inspect
 from importlib import import_module
 from importlib.metadata import entry_points
 
-from verifybench.errors import SuiteError
-from verifybench.verifiers.base import CaseVerifier, Verifier
+from pydantic import BaseModel
 
-__all__ = ["BUILTIN", "CaseVerifier", "Verifier", "available", "build", "get_verifier_class"]
+from verifybench.errors import SuiteError
+from verifybench.verifiers.base import CaseVerifier, Verifier, operational
+
+__all__ = ["BUILTIN", "CaseVerifier", "Verifier", "available", "build", "check_verifier_class", "get_verifier_class",
+           "operational"]
 
 # Import paths, not classes: listing verifiers must not import torch or a model runtime.
 BUILTIN: dict[str, str] = {
@@ -45,6 +49,21 @@ def available() -> dict[str, str]:
     return found
 
 
+def check_verifier_class(name: str, cls: object) -> type[Verifier]:
+    """`cls` if it is a complete verifier class; else a `SuiteError` saying what it lacks."""
+    if not (isinstance(cls, type) and issubclass(cls, Verifier)):
+        raise SuiteError(f"verifier {name!r} is not a verifybench Verifier subclass")
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise SuiteError(f"verifier {name!r} ({where}) does not implement {missing}")
+    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+        raise SuiteError(f"verifier {name!r} ({where}) sets no `name`")
+    if not (isinstance(cls.Options, type) and issubclass(cls.Options, BaseModel)):
+        raise SuiteError(f"verifier {name!r} ({where}): `Options` must be a pydantic model class")
+    return cls
+
+
 def get_verifier_class(name: str) -> type[Verifier]:
     """A registered name, or an import path `package.module:Class` for a verifier of your own."""
     if ":" in name:
@@ -52,13 +71,15 @@ def get_verifier_class(name: str) -> type[Verifier]:
             cls = _load(name)
         except (ImportError, AttributeError) as e:
             raise SuiteError(f"verifier {name!r} cannot be imported: {e}") from None
-        if not (isinstance(cls, type) and issubclass(cls, Verifier)):
-            raise SuiteError(f"verifier {name!r} is not a verifybench Verifier subclass")
-        return cls
+        return check_verifier_class(name, cls)
     known = available()
     if name not in known:
         raise SuiteError(f"unknown verifier {name!r}; known verifiers: {', '.join(sorted(known))}")
-    return _load(known[name])
+    try:
+        cls = _load(known[name])
+    except (ImportError, AttributeError) as e:
+        raise SuiteError(f"verifier {name!r} ({known[name]}) cannot be imported: {e}") from None
+    return check_verifier_class(name, cls)
 
 
 def build(name: str, id: str | None = None, **options) -> Verifier:

@@ -1,7 +1,16 @@
 """The verifier interface: a named, configured object that scores a batch of cases.
 
-Verifiers are plain picklable objects: heavy models load lazily on first use, never in `__init__`, so
-the same object can be shipped to another process or a cluster worker and give identical results.
+The protocol, enforced here once for every verifier:
+- `verify` (or, for a `CaseVerifier`, `score_case`) is abstract: a class without it cannot be built,
+  so a plugin that forgot it fails when the suite is built, not as a run of error verdicts.
+- Options are a pydantic model that forbids unknown keys. Fields declared with `operational(...)` do
+  not change any score (where a cache lives, threads, timeouts, retries, replay-only): they stay out of
+  `config` and so out of the config hash, and a run resumes or compares across machines whatever their
+  values.
+- Verifiers are plain picklable objects: heavy parts (models, API clients, knowledge graphs) are built
+  on first use with `_build_once`, never in `__init__`, and the attributes named in `lazy` are left out
+  when the object is pickled, so it can be shipped to another process or a cluster worker and give
+  identical results.
 """
 
 from __future__ import annotations
@@ -9,14 +18,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import SuiteError
+
+T = TypeVar("T")
+
+# The flag `operational` sets on a field (visible in the options' JSON schema too).
+AFFECTS_SCORES = "affects_scores"
 
 
 def default_cache(kind: str) -> str:
@@ -25,19 +42,48 @@ def default_cache(kind: str) -> str:
     return str(Path(base).expanduser() / kind)
 
 
-class Prices(BaseModel):
-    """A paid backend's prices, from the provider's current list: USD per million input and output tokens."""
+def operational(default: Any = ..., **kwargs: Any) -> Any:
+    """A pydantic `Field` for an option that does not change any score (a cache folder, a thread count, a
+    timeout, a retry count, replay-only): the base class leaves it out of the config hash. Takes the
+    same arguments as `Field` (`default_factory`, `ge`, `description`, ...)."""
+    extra = dict(kwargs.pop("json_schema_extra", None) or {})
+    extra[AFFECTS_SCORES] = False
+    if "default_factory" in kwargs:
+        return Field(json_schema_extra=extra, **kwargs)
+    return Field(default, json_schema_extra=extra, **kwargs)
 
-    model_config = ConfigDict(extra="forbid")
-    input_per_1m: float = 0.0
-    output_per_1m: float = 0.0
+
+def is_operational(field: Any) -> bool:
+    extra = getattr(field, "json_schema_extra", None)
+    return isinstance(extra, dict) and extra.get(AFFECTS_SCORES) is False
+
+
+def _unhashed(value: Any) -> Any:
+    """pydantic's `exclude` argument for the operational fields of `value`, at any depth (None: nothing)."""
+    if isinstance(value, BaseModel):
+        out: dict[Any, Any] = {}
+        for name, field in type(value).model_fields.items():
+            sub = True if is_operational(field) else _unhashed(getattr(value, name))
+            if sub:
+                out[name] = sub
+        return out or None
+    if isinstance(value, (list, tuple, dict)):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        out = {k: sub for k, v in items if (sub := _unhashed(v))}
+        return out or None
+    return None
+
+
+def scored_options(options: BaseModel) -> dict[str, Any]:
+    """The options that can change a score, as JSON: what a config hash is made of."""
+    return options.model_dump(mode="json", exclude=_unhashed(options))
 
 
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Verifier:
+class Verifier(ABC):
     """Base class. Subclasses set `name`, `description`, an options model `Options`, and `verify`."""
 
     name: ClassVar[str]
@@ -48,12 +94,18 @@ class Verifier:
     # plain tasks instead of a pool of long-lived workers that each load the model once.
     stateless: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NoOptions
+    # Attributes holding heavy parts built on first use (a model, an API client, a knowledge graph):
+    # None until `_build_once` fills them, and None again in a pickled copy, which builds its own.
+    lazy: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, id: str | None = None, **options):
         self.id = id or self.name
         # The run directory, once a runner has bound this verifier to a run (`bind_run`): where a verifier
         # may write files of its own (an audit log, an escalation queue). None outside a run.
         self.run_dir: Path | None = None
+        self._lock = threading.RLock()
+        for attr in self._lazy_attributes():
+            setattr(self, attr, None)
         try:
             self.options = self.Options(**options)
         except ValidationError as e:
@@ -63,7 +115,8 @@ class Verifier:
 
     @property
     def config(self) -> dict:
-        return {"name": self.name, **self.options.model_dump(mode="json")}
+        """The verifier's name and every option that can change a score (operational ones left out)."""
+        return {"name": self.name, **scored_options(self.options)}
 
     @property
     def config_hash(self) -> str:
@@ -71,9 +124,43 @@ class Verifier:
         blob = json.dumps(self.config, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    @abstractmethod
     def verify(self, batch: list[Case]) -> list[Verdict]:
         """One verdict per case, in the order of `batch`."""
-        raise NotImplementedError
+
+    def error_verdict(self, case: Case, error: BaseException) -> Verdict:
+        """`case`'s error verdict for `error`: its type and message, scrubbed of any credential."""
+        from verifybench.verifiers.llm.scrub import describe
+
+        return Verdict(case_id=case.id, verifier=self.id, error=describe(error))
+
+    # --- heavy parts, built once, never pickled ------------------------------------------------------
+
+    @classmethod
+    def _lazy_attributes(cls) -> set[str]:
+        return {attr for klass in cls.__mro__ for attr in vars(klass).get("lazy", ())}
+
+    def _build_once(self, attr: str, build: Callable[[], T]) -> T:
+        """`self.<attr>`, built by `build()` on first use; threads that ask meanwhile wait for it."""
+        value = getattr(self, attr)
+        if value is None:
+            with self._lock:
+                value = getattr(self, attr)
+                if value is None:
+                    value = build()
+                    setattr(self, attr, value)
+        return value
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        for attr in self._lazy_attributes():
+            state[attr] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def bind_run(self, run_dir: Path) -> None:
         """Called by the runner before the first batch. On a cluster the bound verifier is what ships to
@@ -88,8 +175,9 @@ class CaseVerifier(Verifier):
     """A verifier that scores one case at a time. A case that raises becomes that case's error verdict;
     each verdict carries the time its own case took."""
 
+    @abstractmethod
     def score_case(self, case: Case) -> float | Verdict:
-        raise NotImplementedError
+        """The case's score (higher = more likely hallucinated), or its whole verdict."""
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         out = []
@@ -98,7 +186,7 @@ class CaseVerifier(Verifier):
             try:
                 result = self.score_case(case)
             except Exception as e:  # noqa: BLE001 - one case's failure must not lose the batch
-                verdict = Verdict(case_id=case.id, verifier=self.id, error=f"{type(e).__name__}: {e}")
+                verdict = self.error_verdict(case, e)
             else:
                 if isinstance(result, Verdict):
                     verdict = result

@@ -21,14 +21,16 @@ def detect_language(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Span:
+class Sentence:
+    """A sentence of a text with its character offsets."""
+
     text: str
     start: int
     end: int
 
 
 @dataclass(frozen=True)
-class Claim:
+class AtomicClaim:
     """An atomic statement of the response. `text` is what gets embedded (a clause may borrow its
     subject from the sentence); `start`/`end` locate the clause in the response; `entities` are the
     (text, label) named entities spaCy found inside it."""
@@ -55,7 +57,7 @@ def _segmenter(language: str):
     return pysbd.Segmenter(language=language, clean=False, char_span=True)
 
 
-def sentences(text: str, language: str = "en") -> list[Span]:
+def sentences(text: str, language: str = "en") -> list[Sentence]:
     """Sentences with offsets. pysbd survives abbreviations, decimals, initials and numbered lists."""
     out = []
     for s in _segmenter(language).segment(text):
@@ -63,7 +65,7 @@ def sentences(text: str, language: str = "en") -> list[Span]:
         if not stripped:
             continue
         start = s.start + (len(s.sent) - len(s.sent.lstrip()))
-        out.append(Span(stripped, start, start + len(stripped)))
+        out.append(Sentence(stripped, start, start + len(stripped)))
     return out
 
 
@@ -137,26 +139,26 @@ def _split_sentence(doc, sent) -> list[tuple[str, int, int]]:
     return [(sent.text.strip(), sent.start_char, sent.start_char + len(sent.text.strip()))]
 
 
-def claims_from_doc(doc, split: bool = True) -> list[Claim]:
+def claims_from_doc(doc, split: bool = True) -> list[AtomicClaim]:
     """Claims of an English response parsed by spaCy: its parser's sentences (which survive
     abbreviations, decimals and initials), split at coordinated clauses and lists when `split` is on."""
-    out: list[Claim] = []
+    out: list[AtomicClaim] = []
     for sent in doc.sents:
         pieces = _split_sentence(doc, sent) if split else [(sent.text.strip(), sent.start_char,
                                                             sent.start_char + len(sent.text.strip()))]
         for piece, start, end in pieces:
             if piece and any(c.isalnum() for c in piece):
                 ents = tuple((e.text, e.label_) for e in doc.ents if e.start_char >= start and e.end_char <= end)
-                out.append(Claim(piece, start, end, ents))
+                out.append(AtomicClaim(piece, start, end, ents))
     return out
 
 
-def claims(text: str, language: str = "en", split: bool = True) -> list[Claim]:
+def claims(text: str, language: str = "en", split: bool = True) -> list[AtomicClaim]:
     """Atomic claims of a response. English goes through spaCy (`claims_from_doc`); other languages
     are split into sentences by pysbd, each sentence one claim."""
     if language == "en":
         return claims_from_doc(english_pipeline()(text), split)
-    return [Claim(s.text, s.start, s.end) for s in sentences(text, language)]
+    return [AtomicClaim(s.text, s.start, s.end) for s in sentences(text, language)]
 
 
 def chunks(text: str, source_id: str, size: int = 2, overlap: int = 1, language: str = "en",

@@ -27,7 +27,7 @@ from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
     Chunk, chunks, claims, claims_from_doc, detect_language, english_pipeline,
 )
-from verifybench.verifiers.base import Verifier, default_cache
+from verifybench.verifiers.base import Verifier, default_cache, operational
 
 
 class AnchorsOptions(BaseModel):
@@ -44,8 +44,8 @@ class AnchorsOptions(BaseModel):
     support_threshold: float = Field(0.6, description="labels claims supported/unsupported in the details only")
     with_question: bool = Field(False, description="embed each claim after the case's question (short answers "
                                 "such as 'Delhi' carry no subject of their own)")
-    cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
-    batch_size: int = Field(64, ge=1)
+    cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
+    batch_size: int = operational(64, ge=1)
 
 
 @lru_cache(maxsize=8192)
@@ -57,26 +57,16 @@ class AnchorsVerifier(Verifier):
     name = "anchors"
     description = "semantic anchors: atomic claims matched to source chunks by embedding cosine, plus negation and number/date/entity checks"
     Options = AnchorsOptions
+    lazy = ("_encoder",)
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
-        self._encoder: CachedEncoder | None = None
         self._cached_share = 0.0
 
     @property
-    def config(self) -> dict:
-        # Where the cache lives does not change a single score: keep it out of the config hash.
-        return {"name": self.name, **self.options.model_dump(mode="json", exclude={"cache_dir", "batch_size"})}
-
-    @property
     def encoder(self) -> CachedEncoder:
-        if self._encoder is None:
-            self._encoder = CachedEncoder(make_encoder(self.options.model, self.options.batch_size),
-                                          self.options.cache_dir)
-        return self._encoder
-
-    def __getstate__(self):
-        return {**self.__dict__, "_encoder": None}
+        return self._build_once("_encoder", lambda: CachedEncoder(
+            make_encoder(self.options.model, self.options.batch_size), self.options.cache_dir))
 
     def _language(self, case: Case) -> str:
         return detect_language(case.response) if self.options.language == "auto" else self.options.language
@@ -114,7 +104,7 @@ class AnchorsVerifier(Verifier):
             try:
                 out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec))
             except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
-                out.append(Verdict(case_id=case.id, verifier=self.id, error=f"{type(e).__name__}: {e}"))
+                out.append(self.error_verdict(case, e))
         return out
 
     def _judge(self, case, lang, case_claims, case_chunks, claim_vec, chunk_vec) -> Verdict:

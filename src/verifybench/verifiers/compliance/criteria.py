@@ -3,20 +3,26 @@
 `VerificationCriterion` is the seed's schema, plus the analyte that the threshold applies to and, for
 every requirement, the standard, edition and clause it comes from (`refs`). Two extractors turn
 retrieved standard excerpts into it: `RuleExtractor` (deterministic, for standards written in the
-labelled form of the bundled corpus) and `LLMExtractor` (any judge backend, answering in the schema's
-JSON; the clause of each requirement it names is then found in the excerpts' text).
+labelled form of the bundled corpus) and `LLMExtractor` (any model through the LLM layer, answering in
+the schema's JSON; the clause of each requirement it names is then found in the excerpts' text).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
 from verifybench.verifiers.compliance.standards import clause_at, edition_of
-from verifybench.verifiers.compliance.terms import QUANTITY, mentions, split_list, to_ppm, tokens
+from verifybench.verifiers.compliance.terms import (
+    QUANTITY,
+    mentions,
+    split_list,
+    to_ppm,
+    tokens,
+)
+from verifybench.verifiers.llm import LLMClient, json_object
 
 
 class ClauseRef(BaseModel):
@@ -157,28 +163,26 @@ null). Use only what the excerpts say about this ingredient; if they say nothing
 
 
 class LLMExtractor:
-    """Asks a judge backend (OpenAI-compatible, Anthropic or llama.cpp) to fill the checklist. A reply
-    that is not the schema's JSON raises ValueError, which becomes the case's error verdict."""
+    """Asks a model (through the LLM layer: retries, replay cache, usage, scrubbed errors) to fill the
+    checklist. `client` is an `LLMClient`, or a bare backend (OpenAI-compatible, Anthropic, llama.cpp)
+    that gets the default retry policy. A reply that is not the schema's JSON raises ValueError, which
+    becomes the case's error verdict."""
 
-    def __init__(self, backend, max_tokens: int = 400, timeout: float = 60.0):
-        self.backend = backend
+    def __init__(self, client, max_tokens: int = 400, timeout: float = 60.0):
+        self.client = client if isinstance(client, LLMClient) else LLMClient(client, timeout_s=timeout)
         self.max_tokens = max_tokens
-        self.timeout = timeout
 
     def extract(self, ingredient: str, chunks: list[Chunk], code: str | None = None) -> VerificationCriterion | None:
         context = "\n\n".join(f"[{c.id}] {c.text}" for c in chunks)
         messages = [{"role": "user", "content": PROMPT.format(ingredient=ingredient, context=context)}]
         schema = Checklist.model_json_schema()
-        reply = self.backend.complete(messages, temperature=0.0, max_tokens=self.max_tokens, seed=0, logprobs=False,
-                                      json_mode=True, timeout=self.timeout, schema=schema)
+        reply = self.client.complete(messages, temperature=0.0, max_tokens=self.max_tokens, seed=0, logprobs=False,
+                                     json_mode=True, schema=schema)
         text = reply.text.strip()
-        start, end = text.find("{"), text.rfind("}")
         try:
-            data = json.loads(text[start:end + 1])
-        except ValueError:
-            raise ValueError(f"criteria extractor: reply is not JSON: {text[:200]!r}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"criteria extractor: reply is not a JSON object: {text[:200]!r}")
+            data = json_object(text)
+        except ValueError as e:
+            raise ValueError(f"criteria extractor: reply is not JSON ({e}): {text[:200]!r}") from None
         if data.get("ingredient_name") is None:
             return None
         try:

@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.verifiers.base import CaseVerifier, default_cache
+from verifybench.verifiers.base import CaseVerifier, default_cache, operational
 from verifybench.verifiers.compliance.criteria import LLMExtractor, RuleExtractor
 from verifybench.verifiers.compliance.matching import Audit
 from verifybench.verifiers.compliance.pipeline import OneStagePipeline, TwoStagePipeline
 from verifybench.verifiers.compliance.standards import parse_date
 from verifybench.verifiers.compliance.store import HybridIndex, load_corpus
+from verifybench.verifiers.llm import LLMOptions, track_usage
 
 SCORES = {
     True: {"violated": 1.0, "missing_evidence": 0.9, "no_criteria": 0.6, "compliant": 0.0},
@@ -73,20 +73,11 @@ def _as_claim(value, field: str) -> bool:
     raise ValueError(f"field {field!r} must be true/false (or yes/no), not {value!r}")
 
 
-class LLMOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    backend: Literal["openai", "anthropic"] = "openai"
-    model: str
-    base_url: str | None = None
-    api_key_env: str | None = Field(None, description="environment variable holding the key (never the key)")
-    timeout_s: float = Field(60.0, gt=0)
-
-
 class ComplianceOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     corpus: str = Field(description="JSONL corpus: {id, doc_type, text, metadata} per line; standards have doc_type 'standard'")
     extractor: Literal["rules", "llm"] = "rules"
-    llm: LLMOptions | None = Field(None, description="the backend of the `llm` extractor")
+    llm: LLMOptions | None = Field(None, description="the model of the `llm` extractor (the LLM layer's options)")
     dense: bool = Field(True, description="fuse embeddings with BM25 (False: BM25 only)")
     model: str = Field("minilm", description="sentence-transformers model for the dense half")
     standards_k: int = Field(5, ge=1)
@@ -101,7 +92,7 @@ class ComplianceOptions(BaseModel):
     audit_date: dt.date | None = Field(None, description="audit at this date: each standard's edition in force then "
                                                          "(a case's own `audit_date_field` wins); none = the latest")
     audit_date_field: str | None = Field("meta.audit_date", description="the case field holding its audit date")
-    cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"))
+    cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"))
 
 
 def _field(case: Case, path: str | None):
@@ -114,11 +105,7 @@ def _field(case: Case, path: str | None):
 
 class _ComplianceBase(CaseVerifier):
     Options = ComplianceOptions
-
-    def __init__(self, id: str | None = None, **options):
-        super().__init__(id, **options)
-        self._pipeline = None
-        self._lock = threading.Lock()
+    lazy = ("_pipeline",)
 
     def _extractor(self):
         o = self.options
@@ -126,13 +113,7 @@ class _ComplianceBase(CaseVerifier):
             return RuleExtractor()
         if o.llm is None:
             raise ValueError("extractor 'llm' needs the `llm` option (backend, model, base_url)")
-        from verifybench.verifiers.judge.backends import AnthropicBackend, OpenAICompatible
-
-        if o.llm.backend == "anthropic":
-            backend = AnthropicBackend(o.llm.model, o.llm.api_key_env or "ANTHROPIC_API_KEY", o.llm.base_url)
-        else:
-            backend = OpenAICompatible(o.llm.model, o.llm.base_url, o.llm.api_key_env or "OPENAI_API_KEY")
-        return LLMExtractor(backend, timeout=o.llm.timeout_s)
+        return LLMExtractor(o.llm.client())
 
     def _encoder(self):
         if not self.options.dense:
@@ -142,10 +123,7 @@ class _ComplianceBase(CaseVerifier):
         return CachedEncoder(make_encoder(self.options.model), self.options.cache_dir)
 
     def pipeline(self):
-        with self._lock:
-            if self._pipeline is None:
-                self._pipeline = self._build(load_corpus(self.options.corpus))
-            return self._pipeline
+        return self._build_once("_pipeline", lambda: self._build(load_corpus(self.options.corpus)))
 
     def _build(self, docs):
         raise NotImplementedError
@@ -178,8 +156,10 @@ class _ComplianceBase(CaseVerifier):
             if claim is None:
                 raise ValueError("the response neither claims nor denies compliance")
         code = _field(case, o.code_field)
-        audit, timing = self._audit(case, str(ingredient), str(lot), None if code is None else str(code),
-                                    self.audit_date(case))
+        # The LLM extractor's calls (tokens, retries) are counted for this case, wherever they are made.
+        with track_usage() as usage:
+            audit, timing = self._audit(case, str(ingredient), str(lot), None if code is None else str(code),
+                                        self.audit_date(case))
         units = [Unit(text=c.criterion, status=c.status, evidence=c.evidence,
                       score={"violated": 1.0, "missing_evidence": 0.5, "satisfied": 0.0}[c.status],
                       detail={k: v for k, v in (("kind", c.kind), ("doc_id", c.doc_id),
@@ -187,19 +167,16 @@ class _ComplianceBase(CaseVerifier):
                                                 ("standard_id", c.standard_id), ("edition", c.edition),
                                                 ("clause", c.clause), ("standard_doc", c.standard_doc)) if v})
                  for c in audit.checks]
-        return Verdict(case_id=case.id, verifier=self.id, score=SCORES[claim][audit.status], units=units,
-                       detail={"claims_compliant": claim, "audit": audit.status, "audit_date": audit.audit_date,
-                               "editions": audit.editions,
-                               "standards": audit.standard_ids, "evidence": audit.evidence_ids,
-                               "criteria": audit.criteria.model_dump(exclude={"source_ids", "refs"}) if audit.criteria else None,
-                               "stage_ms": {k: round(v, 3) for k, v in timing.items()}})
-
-    def __getstate__(self):
-        return {**self.__dict__, "_pipeline": None, "_lock": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        verdict = Verdict(case_id=case.id, verifier=self.id, score=SCORES[claim][audit.status], units=units,
+                          detail={"claims_compliant": claim, "audit": audit.status, "audit_date": audit.audit_date,
+                                  "editions": audit.editions,
+                                  "standards": audit.standard_ids, "evidence": audit.evidence_ids,
+                                  "criteria": audit.criteria.model_dump(exclude={"source_ids", "refs"}) if audit.criteria else None,
+                                  "stage_ms": {k: round(v, 3) for k, v in timing.items()}})
+        if o.extractor == "llm" and o.llm is not None:
+            verdict.usage = usage.as_dict()
+            verdict.cost_usd = usage.cost(o.llm.prices, local=o.llm.local)
+        return verdict
 
 
 class ComplianceVerifier(_ComplianceBase):

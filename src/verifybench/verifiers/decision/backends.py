@@ -2,13 +2,20 @@
 
 `answer_batch(items)` takes (case, units) pairs and returns, per pair, either `{unit key: UnitAnswers}`
 or the exception that case failed with (it becomes that case's error verdict; the batch goes on).
+
+TypeSafe's SDK retries with its own tenacity policy (exponential backoff with jitter on timeouts, 429
+and 5xx); a 200 whose body is not JSON is added to what it retries, as the LLM layer does, and the key
+is registered with the LLM layer's scrubber, so an error body that echoes it is never stored.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Any
+
+import httpx2
 
 from verifybench.cases import Case
 from verifybench.verifiers.decision.questions import CITATION_CHOICES, RELEVANCE_LEVELS, UnitAnswers, question_name, typesafe_questions
@@ -65,6 +72,40 @@ class LocalBackend:
         return [{u.key: answers[i, u.key] for u in units} for i, (_, units) in enumerate(items)]
 
 
+class CountingTransport(httpx2.BaseTransport):
+    """Counts the HTTP requests sent through `inner` (attempts, retries included; a replay miss, which
+    sends nothing, is not one)."""
+
+    def __init__(self, inner: httpx2.BaseTransport):
+        self.inner = inner
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def _count(self) -> None:
+        with self._lock:
+            self.sent += 1
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            response = self.inner.handle_request(request)
+        except httpx2.TransportError:
+            self._count()
+            raise
+        self._count()
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def not_json_200(error: BaseException) -> bool:
+    """A 200 whose body is not a JSON object (a proxy's page, a cut body): retried like a 5xx."""
+    from typesafe_sdk import TypeSafeAPIResponseValidationError
+
+    return (isinstance(error, TypeSafeAPIResponseValidationError) and error.status == 200
+            and not isinstance(error.body, dict))
+
+
 class TypeSafeBackend:
     """TypeSafe System One through the official SDK: one request per case, all its units' questions in it."""
 
@@ -80,6 +121,7 @@ class TypeSafeBackend:
         self.api_key_env = api_key_env
         self.base_url = base_url
         self._client = None
+        self._sent: CountingTransport | None = None
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         self.case_usage: dict[str, dict[str, float]] = {}  # the last batch's tokens per case id
 
@@ -88,19 +130,29 @@ class TypeSafeBackend:
         if self._client is None:
             from typesafe_sdk import RetryPolicy, TypeSafeClient
 
+            from verifybench.verifiers.llm import register_secret
+
             key = os.environ.get(self.api_key_env)
-            transport = None
+            register_secret(key)
             if self.cassette_dir:
                 from verifybench.verifiers.decision.cassettes import ReplayTransport
 
-                transport = ReplayTransport(self.cassette_dir)
+                inner: httpx2.BaseTransport = ReplayTransport(self.cassette_dir)
                 key = key or "replay-only"  # replay sends nothing, but the SDK insists on a key
             elif not key:
                 raise RuntimeError(f"TypeSafe backend: set {self.api_key_env}, or cassette_dir to replay recorded traffic")
+            else:
+                inner = httpx2.HTTPTransport()
+            self._sent = CountingTransport(inner)
             self._client = TypeSafeClient(api_key=key, model=self.model, timeout=self.timeout_s,
-                                          retry=RetryPolicy(max_retries=self.retries), transport=transport,
-                                          base_url=self.base_url)
+                                          retry=RetryPolicy(max_retries=self.retries, predicate=not_json_200),
+                                          transport=self._sent, base_url=self.base_url)
         return self._client
+
+    @property
+    def transport(self) -> httpx2.BaseTransport | None:
+        """The transport requests go through (a `ReplayTransport` when replaying cassettes)."""
+        return self._sent.inner if self._sent is not None else None
 
     def request(self, case: Case, units: list[DecisionUnit]) -> tuple[dict, dict]:
         """The state and the questions for one case (exposed so cassettes can be written from it)."""
@@ -113,19 +165,27 @@ class TypeSafeBackend:
         out: list[dict[str, UnitAnswers] | Exception] = []
         self.case_usage = {}
         for case, units in items:
+            before = self._sent.sent if self._sent is not None else 0
             try:
                 state, questions = self.request(case, units)
                 response = self.client.system_one(state=state, questions=questions)
                 usage = getattr(response, "usage", None)
                 if usage is not None:
                     tokens = {"input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0}
-                    self.case_usage[case.id] = {**tokens, "requests": 1}
+                    self.case_usage[case.id] = {**tokens, **self._requests(before)}
                     self.usage["input_tokens"] += tokens["input_tokens"]
                     self.usage["output_tokens"] += tokens["output_tokens"]
                 out.append(parse_answers(response.answers, units, questions))
             except Exception as e:  # noqa: BLE001 - one case's failure becomes its error verdict
+                if self._sent is not None and self._sent.sent > before:
+                    self.case_usage[case.id] = {**self._requests(before), "failures": 1}
                 out.append(e)
         return out
+
+    def _requests(self, before: int) -> dict[str, int]:
+        # Sequential per backend object (one case at a time), so the difference is this case's.
+        sent = (self._sent.sent if self._sent is not None else before) - before
+        return {"requests": sent, "retries": max(sent - 1, 0)}
 
 
 def _prob(value: Any, where: str) -> float:

@@ -9,9 +9,10 @@ A cassette is one JSON file per interaction:
 
 `ReplayTransport` (an `httpx2.BaseTransport`, handed to `TypeSafeClient(transport=...)`) answers a request
 from the cassette whose method, path and JSON body equal the request's; anything else is a `ReplayMiss`,
-never a network call. `RecordingTransport` wraps a real transport and writes cassettes; credentials
-(Authorization and the other secret headers) are never written: only the body and a few response
-headers are kept.
+never a network call (`ReplayMiss` is the LLM layer's: one meaning, a request nothing recorded
+answers). `RecordingTransport` wraps a real transport and writes cassettes; credentials (Authorization
+and the other secret headers) are never written: only the body and a few response headers are kept,
+and the cassette's text is scrubbed of any key a server echoed in a body.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from verifybench.verifiers.llm import ReplayMiss, scrub
+
+__all__ = ["RecordingTransport", "ReplayMiss", "ReplayTransport", "cassette_key"]
+
 KEPT_RESPONSE_HEADERS = ("content-type", "x-typesafe-request-id", "retry-after", "retry-after-ms")
-
-
-class ReplayMiss(Exception):
-    """A request with no recorded answer (replay-only: nothing is sent)."""
 
 
 def canonical(body: object) -> str:
@@ -105,5 +106,6 @@ class RecordingTransport(httpx2.BaseTransport):
                              **({"raw": raw} if raw is not None else {"body": resp_body})}}
         self.directory.mkdir(parents=True, exist_ok=True)
         name = self.next_name or cassette_key(request.method, path, body)[:16]
-        (self.directory / f"{name}.json").write_text(json.dumps(tape, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        text = scrub(json.dumps(tape, indent=1, ensure_ascii=False))
+        (self.directory / f"{name}.json").write_text(text + "\n", encoding="utf-8")
         return response

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from verifybench.cases import Case
 
-KINDS = ("chunk", "tool_result", "citation", "answer")
+UNIT_KINDS = ("chunk", "tool_result", "citation", "answer")
 
 
 @dataclass
@@ -43,7 +43,7 @@ def split_units(case: Case, response_as_unit: bool = False) -> list[DecisionUnit
     question = case.question or ""
     for src in case.sources:
         kind = str(src.metadata.get("kind", "chunk"))
-        if kind not in KINDS or kind == "answer":
+        if kind not in UNIT_KINDS or kind == "answer":
             raise ValueError(f"source {src.id!r}: metadata.kind must be chunk, tool_result or citation, got {kind!r}")
         if kind == "citation":
             claim = str(src.metadata.get("claim") or case.response)

@@ -3,7 +3,7 @@
 Per case: split into units (units.py), ask every unit's questions in one request per case (TypeSafe)
 or one vectorised pass per batch (local model), apply the policy (policy.py), write every unit with
 its answers and action to the audit log and low-confidence citation checks to the escalation queue
-(audit.py). The case score is the answer of the one question the suite measures (`question`), higher =
+(audit.py). What the triage policy does is in triage.py. The case score is the answer of the one question the suite measures (`question`), higher =
 more likely bad:
 
 - `injection`: the highest P(instructions addressed to the model) over the units;
@@ -11,7 +11,8 @@ more likely bad:
 - `contradiction`: the highest P(contradicts the premise) over the units (with `response_as_unit`, the
   response's own);
 - `relevance`: 1 - the best unit's relevance (no unit helps answer the question);
-- `policy`: the share of probe units (or of all context units) that the policy kept out of the context.
+- `policy`: the share of probe units (or of all context units) that the triage policy kept out of the
+  context.
 
 All answers of all units go into the verdict's units and the audit log, whatever `question` is.
 """
@@ -24,11 +25,12 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.verifiers.base import Prices, Verifier, default_cache
+from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.decision.audit import AuditLog, audit_folder
-from verifybench.verifiers.decision.policy import PolicyOptions, UnitDecision, decide
+from verifybench.verifiers.decision.triage import TriageOptions, UnitDecision, decide
 from verifybench.verifiers.decision.questions import UnitAnswers
 from verifybench.verifiers.decision.units import DecisionUnit, split_units
+from verifybench.verifiers.llm import Prices, describe
 
 UNIT_TEXT_CHARS = 400  # verdicts keep the head of each unit; the audit log keeps ids, not texts
 
@@ -39,20 +41,20 @@ class DecisionOptions(BaseModel):
     backend: Literal["local", "typesafe"] = "local"
     question: Literal["injection", "citation", "contradiction", "relevance", "policy"] = "injection"
     response_as_unit: bool = Field(False, description="judge the response as one more unit (kind 'answer')")
-    policy: PolicyOptions = Field(default_factory=PolicyOptions)
+    policy: TriageOptions = Field(default_factory=TriageOptions, description="the triage policy (triage.py)")
     # local backend
     params: str | None = Field(None, description="fitted parameters (JSON); default: the committed params/local-v1.json")
-    cache_dir: str | None = Field(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
+    cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     # TypeSafe backend
     typesafe_model: str = "jev-latest"
     cassette_dir: str | None = Field(None, description="replay recorded traffic from this folder (replay-only)")
     api_key_env: str = "TYPESAFE_API_KEY"
     base_url: str | None = None
-    timeout_s: float = Field(10.0, gt=0)
-    retries: int = Field(2, ge=0)
+    timeout_s: float = operational(10.0, gt=0)
+    retries: int = operational(2, ge=0, description="retries of a timeout, 429, 5xx or non-JSON 200")
     prices: Prices | None = Field(None, description="USD per million input/output tokens, to report cost per case")
     # where the audit log and escalation queue go
-    audit_dir: str | None = Field(None, description="default: <run directory>/decision, else ./reports/decision-audit")
+    audit_dir: str | None = operational(None, description="default: <run directory>/decision, else ./reports/decision-audit")
 
 
 class DecisionVerifier(Verifier):
@@ -60,26 +62,22 @@ class DecisionVerifier(Verifier):
     description: ClassVar[str] = "decision-model filter: typed questions per unit, drop/flag/rank/trim/escalate policy"
     probabilistic: ClassVar[bool] = True
     Options: ClassVar[type[BaseModel]] = DecisionOptions
+    lazy = ("_backend",)
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id=id, **options)
-        self._backend = None
         # Injection, citation and contradiction scores are probabilities; a policy share and 1 - relevance
         # are not, so the metrics must not report their calibration.
         self.probabilistic = self.options.question in ("injection", "citation", "contradiction")
 
     @property
-    def config(self) -> dict:
-        # Where caches and logs go does not change a score.
-        return {"name": self.name, **self.options.model_dump(mode="json", exclude={"cache_dir", "audit_dir"})}
-
-    @property
     def backend(self):
-        if self._backend is None:
+        def build():
             from verifybench.verifiers.decision.backends import make_backend
 
-            self._backend = make_backend(self.options.backend, **self.options.model_dump())
-        return self._backend
+            return make_backend(self.options.backend, **self.options.model_dump())
+
+        return self._build_once("_backend", build)
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         started = time.perf_counter()
@@ -104,9 +102,10 @@ class DecisionVerifier(Verifier):
                 continue
             got = results[i]
             if isinstance(got, Exception):
-                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=f"{type(got).__name__}: {got}",
+                error = describe(got)  # scrubbed: a server may echo the key in its error body
+                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=error,
                                         detail={"backend": self.backend.name}))
-                audit_rows += [self._audit_row(case, u, None, "error", str(got)) for u in units]
+                audit_rows += [self._audit_row(case, u, None, "error", error) for u in units]
                 continue
             decisions = decide(units, got, self.options.policy, self.backend.thresholds)
             audit_rows += [self._audit_row(case, d.unit, d.answers, d.action, d.reason, d.rank) for d in decisions]
@@ -117,12 +116,11 @@ class DecisionVerifier(Verifier):
         spent = getattr(self.backend, "case_usage", {})
         prices = self.options.prices
         for v in verdicts:
-            v.latency_ms = share_ms
+            v.latency_ms, v.latency_kind = share_ms, "batch"  # one backend call per batch
             if v.case_id in spent:
                 v.usage = dict(spent[v.case_id])
-                if prices is not None:
-                    v.cost_usd = (v.usage["input_tokens"] * prices.input_per_1m
-                                  + v.usage["output_tokens"] * prices.output_per_1m) / 1e6
+                if prices is not None and "input_tokens" in v.usage:
+                    v.cost_usd = prices.cost(v.usage["input_tokens"], v.usage["output_tokens"])
         return verdicts
 
     def _verdict(self, case: Case, decisions: list[UnitDecision]) -> Verdict:
@@ -163,9 +161,6 @@ class DecisionVerifier(Verifier):
     def _escalation(self, case: Case, d: UnitDecision) -> dict:
         return {"verifier": self.id, "case_id": case.id, "unit_id": f"{case.id}/{d.unit.key}", "claim": d.unit.claim,
                 "cited_text": d.unit.text, "answers": d.answers.to_dict(), "reason": d.reason}
-
-    def __getstate__(self):
-        return {**self.__dict__, "_backend": None}
 
 
 def unit_score(question: str, unit: DecisionUnit, a: UnitAnswers) -> float | None:

@@ -12,23 +12,29 @@ to it as grounded facts; its final prose is then held to those grounded claims.
       -> the final answer's sentences are read for claims (prose.py, the pack's patterns by default):
          a sentence asserting a value the graph did not entail is flagged (`AgentResult.flags`)
 
-The model is any `verifybench.verifiers.judge.backends.Backend` (OpenAI-compatible, Anthropic,
-llama.cpp), so the loop runs against a real model or, in tests, a scripted one. Tool results and
-rejections go back as user messages holding JSON, which every chat backend accepts (no
+The model is reached through the LLM layer (`verifybench.verifiers.llm`): an `LLMClient`, or any
+`Backend` (OpenAI-compatible, Anthropic, llama.cpp, or in tests a scripted one), which then gets the
+default retry policy, so a 429 or a 5xx is retried rather than ending the conversation. Tool results
+and rejections go back as user messages holding JSON, which every chat backend accepts (no
 provider-specific tool-call protocol).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifybench.verifiers.graph.claims import Rejection, display, gate1
 from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
-from verifybench.verifiers.graph.pack import Pack
-from verifybench.verifiers.judge.backends import Backend
+from verifybench.verifiers.graph.pack import Pack, load_pack
+from verifybench.verifiers.llm import (
+    Backend,
+    LLMClient,
+    Usage,
+    track_usage,
+    try_json_object,
+)
 
 
 def system_prompt(pack: Pack) -> str:
@@ -76,6 +82,7 @@ class AgentResult:
     steps: list[Step]
     messages: list[dict]
     flags: list[Flag] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)  # the model calls (and an LLM extractor's): requests, retries, tokens
 
     @property
     def stopped(self) -> str:
@@ -83,14 +90,8 @@ class AgentResult:
 
 
 def parse_action(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model reply (a fenced block or the outermost braces), or None."""
-    fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.DOTALL)
-    candidate = fenced.group(1) if fenced else text[text.find("{"): text.rfind("}") + 1]
-    try:
-        obj = json.loads(candidate)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+    """The JSON object in a model reply (bare, fenced, or after a sentence), or None."""
+    return try_json_object(text)
 
 
 def rejection_message(rejections: list[Rejection], checks: list[ClaimCheck]) -> str:
@@ -148,19 +149,27 @@ class TwoGateAgent:
     """Runs the loop for one question at a time.
 
     Args:
-        backend: the chat model (judge/backends.py).
+        backend: the chat model: an `LLMClient`, or a `Backend` that gets the default retry policy.
         checker: gate 2 over a knowledge graph (entailment.Checker); its pack gives the claim schema.
         max_steps: the most model calls per question.
         temperature, max_tokens, timeout_s, seed: passed to the backend on every call.
         extractor: reads the final answer's claims (default: the pack's patterns, prose.RulesExtractor;
             None when the pack has none, and then the answer is not checked).
+        pack: the domain pack (default: the checker's; without a checker, the bundled refund pack).
     """
 
-    def __init__(self, backend: Backend, checker: Checker, max_steps: int = 6, temperature: float = 0.0,
-                 max_tokens: int = 512, timeout_s: float = 60.0, seed: int | None = 0, extractor=None):
+    def __init__(self, backend: LLMClient | Backend, checker: Checker | None, max_steps: int = 6,
+                 temperature: float = 0.0, max_tokens: int = 512, timeout_s: float = 60.0, seed: int | None = 0,
+                 extractor=None, pack: Pack | None = None):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
-        self.backend, self.checker, self.pack = backend, checker, checker.pack
+        self.client = backend if isinstance(backend, LLMClient) else LLMClient(backend, timeout_s=timeout_s)
+        self.checker = checker
+        if pack is None:
+            pack = checker.pack if checker is not None else load_pack("refunds")
+        elif checker is not None and checker.pack.name != pack.name:
+            raise ValueError(f"pack {pack.name!r} is not the checker's pack {checker.pack.name!r}")
+        self.pack = pack
         self.max_steps, self.temperature, self.max_tokens = max_steps, temperature, max_tokens
         self.timeout_s, self.seed = timeout_s, seed
         if extractor is None and self.pack.extraction is not None:
@@ -176,18 +185,21 @@ class TwoGateAgent:
         messages = [{"role": "system", "content": system_prompt(self.pack)}, {"role": "user", "content": question}]
         steps: list[Step] = []
         grounded: dict[tuple[str, str], ClaimCheck] = {}
+        usage = Usage()
         for _ in range(self.max_steps):
-            reply = self.backend.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens,
-                                          seed=self.seed, logprobs=False, json_mode=True,
-                                          timeout=self.timeout_s).text
+            reply = self.client.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens,
+                                         seed=self.seed, logprobs=False, json_mode=True, usage=usage).text
             messages.append({"role": "assistant", "content": reply})
             action = parse_action(reply)
             if action is not None and isinstance(action.get("final"), str) and "claims" not in action:
                 steps.append(Step(reply, "final"))
                 confirmed = list(grounded.values())
-                flags = (check_answer(action["final"], confirmed, self.pack, self.extractor, question)
-                         if self.extractor is not None else [])
-                return AgentResult(action["final"], confirmed, steps, messages, flags)
+                flags = []
+                if self.extractor is not None:
+                    with track_usage() as read:  # an LLM extractor's calls count as the loop's
+                        flags = check_answer(action["final"], confirmed, self.pack, self.extractor, question)
+                    usage.add(read)
+                return AgentResult(action["final"], confirmed, steps, messages, flags, usage)
             if action is None or action.get("tool") != tool:
                 step = Step(reply, "invalid", feedback=json.dumps({
                     "error": f'reply with only a JSON object: {{"tool": "{tool}", "claims": [...]}} or {{"final": "..."}}'}))
@@ -205,4 +217,4 @@ class TwoGateAgent:
                         step.feedback = rejection_message([], step.checks)
             steps.append(step)
             messages.append({"role": "user", "content": step.feedback})
-        return AgentResult(None, list(grounded.values()), steps, messages)
+        return AgentResult(None, list(grounded.values()), steps, messages, usage=usage)

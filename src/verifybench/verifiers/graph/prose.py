@@ -8,19 +8,28 @@ reason, never a crash.
   tried sentence by sentence; the subject is the id the sentence names, else the one named last, else
   the first one in the answer or the question. Each claim keeps its sentence as evidence and its
   character offsets in the answer.
-- `LLMExtractor`: any judge backend (verifiers/judge/backends.py: OpenAI-compatible, Anthropic,
-  llama.cpp), asked for the claims as JSON constrained to the pack's claim schema. A reply that is not
-  that JSON is reported as the extraction's problem (a gate-1 rejection of the case's claims).
+- `LLMExtractor`: any model through the LLM layer (verifybench.verifiers.llm: retries, replay cache,
+  usage, scrubbed errors; OpenAI-compatible, Anthropic, llama.cpp), asked for the claims as JSON
+  constrained to the pack's claim schema. A reply that is not that JSON gets the layer's repair
+  request; if that fails too, it is reported as the extraction's problem (a gate-1 rejection of the
+  case's claims). A call that fails for good (the retries ran out, a 4xx, a replay miss) raises
+  `LLMError`: that case's error verdict.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifybench.verifiers.graph.pack import Pack
+from verifybench.verifiers.llm import (
+    Backend,
+    LLMClient,
+    MalformedReply,
+    Usage,
+    json_object,
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$€£])")
 
@@ -28,12 +37,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$€£])")
 @dataclass
 class Extraction:
     """What an extractor found in one answer. `problem` is set when the extractor's output could not be
-    read as claims (it then becomes a gate-1 rejection); `raw` is that output."""
+    read as claims (it then becomes a gate-1 rejection); `raw` is that output; `usage` what the model
+    calls cost (requests, retries, repairs, tokens; empty for the pattern extractor)."""
 
     claims: list[dict[str, Any]] = field(default_factory=list)
     problem: str | None = None
     raw: Any = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
@@ -122,47 +132,62 @@ def prompt(pack: Pack, response: str, question: str | None) -> list[dict]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def ask_llm(backend, messages: list[dict], schema: dict, max_tokens: int, timeout: float):
-    """One completion from a judge backend (`Backend.complete`), JSON constrained to `schema` where the
-    backend can. The single place this module calls a model."""
-    return backend.complete(messages, temperature=0.0, max_tokens=max_tokens, seed=0, logprobs=False, json_mode=True,
-                            timeout=timeout, schema=schema)
-
-
-def parse_claims(text: str) -> tuple[list | None, str | None]:
-    """(claims, None) from a reply holding `{"claims": [...]}`, else (None, what is wrong with it)."""
-    start, end = text.find("{"), text.rfind("}")
+def claims_list(text: str) -> list:
+    """The `claims` list of a reply holding `{"claims": [...]}`; ValueError saying what is wrong otherwise
+    (the LLM layer then asks for a repair)."""
     try:
-        data = json.loads(text[start:end + 1]) if start >= 0 else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        return None, f"the extractor's reply is not a JSON object: {text[:200]!r}"
+        data = json_object(text)
+    except ValueError as e:
+        raise ValueError(f"the extractor's reply is not a JSON object ({e}): {text[:200]!r}") from None
     claims = data.get("claims")
     if not isinstance(claims, list):
-        return None, f"the extractor's reply has no 'claims' list: {text[:200]!r}"
-    return claims, None
+        raise ValueError(f"the extractor's reply has no 'claims' list: {text[:200]!r}")
+    return claims
+
+
+def ask_llm(client: LLMClient, messages: list[dict], schema: dict, max_tokens: int, usage: Usage,
+            repairs: int = 1) -> tuple[list | None, str | None, str]:
+    """(claims, None, reply) from one extraction request through the LLM layer (retries, cache, usage,
+    scrubbing), JSON constrained to `schema` where the backend can; a reply that is not the claims JSON
+    gets `repairs` repair requests, then it is (None, what is wrong with it, the last reply). The single
+    place this module calls a model; an `LLMError` (no reply at all) propagates."""
+    replies: list[str] = []
+
+    def parse(text: str) -> list:
+        replies.append(text)
+        return claims_list(text)
+
+    try:
+        claims, completion = client.complete_json(messages, parse, repairs=repairs, what="claims reply", usage=usage,
+                                                  temperature=0.0, max_tokens=max_tokens, seed=0, logprobs=False,
+                                                  json_mode=True, schema=schema)
+    except MalformedReply as e:
+        return None, str(e), replies[-1] if replies else ""
+    return claims, None, completion.text
 
 
 class LLMExtractor:
-    """Claims from an answer by an LLM, through a judge backend.
+    """Claims from an answer by an LLM, through the LLM layer.
 
     Args:
-        backend: a `verifybench.verifiers.judge.backends.Backend`.
+        client: an `LLMClient` (e.g. `LLMOptions(...).client()`), or a bare `Backend`, which then gets the
+            layer's default retry policy.
         pack: the pack whose claim schema the reply is constrained to.
-        max_tokens, timeout: per request.
+        max_tokens: per request.
+        timeout: per attempt, for a bare backend (an `LLMClient` has its own).
+        repairs: repair requests after a reply that is not the claims JSON.
     """
 
-    def __init__(self, backend, pack: Pack, max_tokens: int = 512, timeout: float = 60.0):
-        self.backend, self.pack = backend, pack
-        self.max_tokens, self.timeout = max_tokens, timeout
+    def __init__(self, client: LLMClient | Backend, pack: Pack, max_tokens: int = 512, timeout: float = 60.0,
+                 repairs: int = 1):
+        self.client = client if isinstance(client, LLMClient) else LLMClient(client, timeout_s=timeout)
+        self.pack, self.max_tokens, self.repairs = pack, max_tokens, repairs
         self.schema = claims_schema(pack)
 
     def extract(self, response: str, question: str | None = None) -> Extraction:
-        completion = ask_llm(self.backend, prompt(self.pack, response, question), self.schema, self.max_tokens,
-                             self.timeout)
-        usage = {"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
-        claims, problem = parse_claims(completion.text)
+        usage = Usage()
+        claims, problem, reply = ask_llm(self.client, prompt(self.pack, response, question), self.schema,
+                                         self.max_tokens, usage, self.repairs)
         if problem:
-            return Extraction(problem=problem, raw=completion.text[:500], usage=usage)
-        return Extraction(claims=claims, raw=completion.text, usage=usage)
+            return Extraction(problem=problem, raw=reply[:500], usage=usage)
+        return Extraction(claims=claims, raw=reply, usage=usage)

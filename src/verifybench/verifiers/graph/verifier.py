@@ -6,7 +6,9 @@
 - `claims: given` (default) reads `Case.claims` (a list of `{claim_type, subject_id, value, evidence}`);
   a case without claims gets an error verdict saying so. `claims: from_response` extracts them from the
   response (prose.py): with the pack's patterns (`extractor: rules`, offline) or an LLM (`extractor:
-  llm`); a reply the LLM extractor cannot give as claims is a gate-1 rejection with the reason.
+  llm`, through the LLM layer: retries, replay cache, scrubbed errors; the verdict carries the calls'
+  `usage` and `cost_usd`); a reply the LLM extractor cannot give as claims (after one repair request)
+  is a gate-1 rejection with the reason.
 - Gate 1 (claims.py) rejects malformed claims with the reason; gate 2 (entailment.py) checks all the
   accepted claims of a batch in one query and gives each a status with its expected value and proof.
 - Score (higher = more likely hallucinated): each claim weighs 1.0 when rejected or contradicted,
@@ -15,15 +17,14 @@
   entailed, so one wrong claim out of five scores below two out of five; all entailed = 0.
 - Each claim becomes a `Unit` (status, expected value, reason, proof trace in `detail`; with prose, the
   sentence's offsets in the response).
-- The knowledge graph is built once per verifier object on first use, never in `__init__`, and is
-  dropped on pickling, so the object travels to other processes. The content hashes of the pack
+- The knowledge graph and the extractor are built once per verifier object on first use, never in
+  `__init__`, and are dropped on pickling (`lazy`), so the object travels to other processes. The content hashes of the pack
   (pack.yaml, rules) and of the facts files are part of `config`, so a run with a changed pack or
   changed facts is never taken for a cached one (with `source_tables`, only the table names are).
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,20 +35,22 @@ from verifybench.verifiers.base import Verifier
 from verifybench.verifiers.graph.claims import Claim, Rejection, display, gate1
 from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
 from verifybench.verifiers.graph.pack import Pack, load_pack
+from verifybench.verifiers.llm import LLMOptions, Usage, track_usage
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
-class ExtractorLLM(BaseModel):
-    """The model of the `llm` claim extractor (a judge backend)."""
+class ExtractorLLM(LLMOptions):
+    """The model of the `llm` claim extractor: the LLM layer's options (docs/llm.md: backend, model,
+    base_url, api_key_env, prices; timeout_s, retries, backoff_s, max_backoff_s, cache_dir, replay_only
+    out of the config hash), defaulting to the bundled SmolLM2 on llama.cpp's local server, plus the
+    reply's token budget and the repairs of a reply that is not the claims JSON."""
 
-    model_config = ConfigDict(extra="forbid")
-    backend: Literal["local", "openai", "anthropic"] = "local"
-    model: str = Field("smollm2", description="model name at the endpoint; `smollm2` = the bundled GGUF (local)")
-    base_url: str | None = None
-    api_key_env: str | None = Field(None, description="environment variable holding the key (never the key)")
-    timeout_s: float = Field(60.0, gt=0)
+    backend: Literal["openai", "anthropic", "local", "llamacpp"] = "local"
+    model: str = Field("smollm2", description="model name at the endpoint, a GGUF path (llamacpp, local), or "
+                                              "smollm2 (the bundled GGUF)")
     max_tokens: int = Field(512, ge=32)
+    repairs: int = Field(1, ge=0, description="repair requests after a reply that is not the claims JSON")
 
 
 class GraphOptions(BaseModel):
@@ -82,32 +85,12 @@ def resolve_facts(path: str | None) -> Path | None:
     return REPO_ROOT / p
 
 
-def make_backend(o: ExtractorLLM):
-    """A judge backend for the LLM extractor (the local one starts llama.cpp's server on 127.0.0.1)."""
-    from verifybench.verifiers.judge.backends import AnthropicBackend, OpenAICompatible
-
-    if o.backend == "local":
-        from verifybench.verifiers.judge.server import bundled_model_path, shared_server
-
-        path = bundled_model_path(o.model) if o.model == "smollm2" else o.model
-        return OpenAICompatible(o.model, o.base_url or shared_server(path).base_url,
-                                o.api_key_env or "VERIFYBENCH_LOCAL_KEY", schema_style="llamacpp")
-    if o.backend == "anthropic":
-        return AnthropicBackend(o.model, o.api_key_env or "ANTHROPIC_API_KEY", o.base_url)
-    return OpenAICompatible(o.model, o.base_url, o.api_key_env or "OPENAI_API_KEY")
-
-
 class GraphVerifier(Verifier):
     name = "graph"
     description = ("claims (given, or extracted from the response) checked by two gates against a domain pack's "
                    "executable knowledge graph (RelationalAI)")
     Options = GraphOptions
-
-    def __init__(self, id: str | None = None, **options):
-        super().__init__(id, **options)
-        self._checker: Checker | None = None
-        self._extractor = None
-        self._lock = threading.Lock()
+    lazy = ("_checker", "_extractor")
 
     @property
     def pack(self) -> Pack:
@@ -130,34 +113,45 @@ class GraphVerifier(Verifier):
 
     def checker(self) -> Checker:
         """The gate-2 checker over a freshly built knowledge graph (built on first use)."""
-        with self._lock:
-            if self._checker is None:
-                from verifybench.verifiers.graph.facts import empty_facts, load_facts
-                from verifybench.verifiers.graph.kg import KnowledgeGraph
+        return self._build_once("_checker", self._make_checker)
 
-                o, pack = self.options, self.pack
-                if o.source_tables is not None and not o.facts:
-                    facts = empty_facts(pack)  # the facts live in the user's own tables
-                else:
-                    facts = load_facts(resolve_facts(o.facts), pack)
-                checker = Checker(KnowledgeGraph(facts, o.rai_config, o.source_tables, o.check_snowflake_portability),
-                                  o.mode)
-                checker.prepare()
-                self._checker = checker
-            return self._checker
+    def _make_checker(self) -> Checker:
+        from verifybench.verifiers.graph.facts import empty_facts, load_facts
+        from verifybench.verifiers.graph.kg import KnowledgeGraph
+
+        o, pack = self.options, self.pack
+        if o.source_tables is not None and not o.facts:
+            facts = empty_facts(pack)  # the facts live in the user's own tables
+        else:
+            facts = load_facts(resolve_facts(o.facts), pack)
+        checker = Checker(KnowledgeGraph(facts, o.rai_config, o.source_tables, o.check_snowflake_portability), o.mode)
+        checker.prepare()
+        return checker
+
+    @property
+    def llm(self) -> ExtractorLLM:
+        """The LLM extractor's options (the `llm` option, else the local SmolLM2)."""
+        return self.options.llm or ExtractorLLM()
 
     def extractor(self):
-        """The claim extractor of `claims: from_response`."""
-        with self._lock:
-            if self._extractor is None:
-                from verifybench.verifiers.graph.prose import LLMExtractor, RulesExtractor
+        """The claim extractor of `claims: from_response` (built on first use; an LLM's client makes its
+        backend at the first call that misses the replay cache)."""
+        return self._build_once("_extractor", self._make_extractor)
 
-                if self.options.extractor == "rules":
-                    self._extractor = RulesExtractor(self.pack)
-                else:
-                    o = self.options.llm or ExtractorLLM()
-                    self._extractor = LLMExtractor(make_backend(o), self.pack, o.max_tokens, o.timeout_s)
-            return self._extractor
+    def _make_extractor(self):
+        from verifybench.verifiers.graph.prose import LLMExtractor, RulesExtractor
+
+        if self.options.extractor == "rules":
+            return RulesExtractor(self.pack)
+        o = self.llm
+        return LLMExtractor(o.client(), self.pack, o.max_tokens, repairs=o.repairs)
+
+    def _charge(self, verdict: Verdict, usage: Usage | None) -> Verdict:
+        """The LLM extractor's calls for this case (requests, retries, repairs, tokens) and their cost."""
+        if usage is not None:
+            verdict.usage = usage.as_dict()
+            verdict.cost_usd = usage.cost(self.llm.prices, local=self.llm.local)
+        return verdict
 
     def weight(self, status: str) -> float:
         return {"entailed": 0.0, "unsupported": self.options.unsupported_score,
@@ -173,8 +167,6 @@ class GraphVerifier(Verifier):
             return accepted, rejected, {"claims_from": "case"}
         found = self.extractor().extract(case.response, case.question)
         detail = {"claims_from": "response", "extractor": self.options.extractor, "extracted": found.claims}
-        if found.usage:
-            detail["usage"] = found.usage
         if found.problem:
             return [], [Rejection(-1, found.raw, f"claim extraction: {found.problem}")], detail
         accepted, rejected = gate1(found.claims, pack)
@@ -186,14 +178,21 @@ class GraphVerifier(Verifier):
         try:
             pack = self.pack
         except ValueError as e:  # a bad pack fails every case, with the reason
-            return [Verdict(case_id=c.id, verifier=self.id, error=f"{type(e).__name__}: {e}") for c in batch]
+            return [self.error_verdict(c, e) for c in batch]
+        by_llm = self.options.claims == "from_response" and self.options.extractor == "llm"
+        usages: dict[int, Usage] = {}
         for i, case in enumerate(batch):
-            try:
-                accepted, rejected, detail = self._claims_of(case, pack)
-            except Exception as e:  # noqa: BLE001 - an extractor failing (network, model) fails this case only
-                message = str(e) if isinstance(e, LookupError) else f"{type(e).__name__}: {e}"
-                verdicts[i] = Verdict(case_id=case.id, verifier=self.id, error=message)
-                continue
+            # The LLM extractor's calls for this case (retries, repairs, tokens), counted even when they fail.
+            with track_usage() as usage:
+                if by_llm:
+                    usages[i] = usage
+                try:
+                    accepted, rejected, detail = self._claims_of(case, pack)
+                except Exception as e:  # noqa: BLE001 - an extractor failing (network, model) fails this case only
+                    error = (Verdict(case_id=case.id, verifier=self.id, error=str(e)) if isinstance(e, LookupError)
+                             else self.error_verdict(case, e))
+                    verdicts[i] = self._charge(error, usages.get(i))
+                    continue
             gated.append((i, accepted, rejected, detail))
         accepted_all = [(pos, c) for _, acc, _, _ in gated for pos, c in acc]
         try:
@@ -202,13 +201,13 @@ class GraphVerifier(Verifier):
         except Exception as e:  # noqa: BLE001 - a broken graph fails the cases that needed it, with the reason
             for i, accepted, rejected, detail in gated:
                 # A case whose claims gate 1 rejected entirely never needed the graph: its verdict stands.
-                verdicts[i] = (Verdict(case_id=batch[i].id, verifier=self.id, error=f"{type(e).__name__}: {e}")
-                               if accepted else self._verdict(batch[i], [], rejected, detail))
+                verdicts[i] = self._charge(self.error_verdict(batch[i], e) if accepted
+                                           else self._verdict(batch[i], [], rejected, detail), usages.get(i))
             return verdicts  # type: ignore[return-value]
         at = 0
         for i, accepted, rejected, detail in gated:
             mine, at = checks[at: at + len(accepted)], at + len(accepted)
-            verdicts[i] = self._verdict(batch[i], mine, rejected, detail)
+            verdicts[i] = self._charge(self._verdict(batch[i], mine, rejected, detail), usages.get(i))
         return verdicts  # type: ignore[return-value]
 
     def _verdict(self, case: Case, checks: list[ClaimCheck], rejected: list[Rejection], detail: dict) -> Verdict:
@@ -228,17 +227,8 @@ class GraphVerifier(Verifier):
         weights = [u.score for u in units]
         score = 0.9 * max(weights) + 0.1 * sum(w > 0 for w in weights) / len(weights)
         counts = {s: sum(u.status == s for u in units) for s in ("entailed", "contradicted", "unsupported", "conflict", "rejected")}
-        usage = detail.pop("usage", None)
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
-                       detail={"statuses": counts, **detail},
-                       usage={k: float(v) for k, v in usage.items()} if usage else None)
-
-    def __getstate__(self):
-        return {**self.__dict__, "_checker": None, "_extractor": None, "_lock": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+                       detail={"statuses": counts, **detail})
 
 
 def _span(raws: list, index: int) -> dict:

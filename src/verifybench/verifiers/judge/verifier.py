@@ -5,11 +5,13 @@
   the decision: the metrics layer picks the threshold.
 - `samples: N` asks N times (seeded, at `temperature`); the score is the mean, and each verdict records
   the samples' agreement and whether they flipped.
-- Timeouts, 429 and 5xx are retried with exponential backoff and jitter, up to `retries`; malformed JSON
-  gets one repair request, then the case's verdict is an error. Every retry and failure is counted.
+- Requests go through the LLM layer (verifiers/llm): timeouts, 429, 5xx and non-JSON 200s are retried
+  with exponential backoff and jitter, up to `retries`; malformed JSON gets one repair request, then
+  the case's verdict is an error. Every retry and failure is counted.
 - Every completion is cached by content (backend, model, messages, parameters, sample index);
   `replay_only` (or VERIFYBENCH_REPLAY_ONLY=1) turns a cache miss into that case's error instead of a
-  call. API keys are read from the environment at call time and written nowhere.
+  call. API keys are read from the environment at call time and written nowhere; error texts are
+  scrubbed of them.
 - `inject`: judge each case a second time with an attack from a BIPIA attack file inserted into its
   first source, and record whether the verdict flipped (the score stays the clean one).
 """
@@ -18,26 +20,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import Environment, FileSystemLoader, PackageLoader, ChoiceLoader, StrictUndefined
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifybench.cases import Case, Verdict
-from verifybench.verifiers.base import Prices, Verifier, default_cache
-from verifybench.verifiers.judge.backends import (
-    AnthropicBackend, Backend, Completion, LlamaCppInProcess, OpenAICompatible, Retryable,
-)
-from verifybench.verifiers.judge.cache import CompletionCache, ReplayMiss, request_key
+from verifybench.verifiers.base import Verifier, default_cache, operational
+from verifybench.verifiers.llm import Completion, LLMClient, LLMOptions, Prices, Usage, json_object
 
-REPAIR = "That was not a valid JSON object with the keys asked for. Reply again with only the JSON object."
 TEMPLATE_FOR = (("summ", "summary"), ("dialog", "dialogue"), ("polic", "policy"), ("refund", "policy"),
                 ("qa", "qa"), ("question", "qa"), ("support", "qa"))
 
@@ -65,13 +61,15 @@ class JudgeOptions(BaseModel):
     logprobs: bool = True
     json_mode: bool = True
     constrain: bool = Field(True, description="constrain the reply to the verdict JSON schema where the backend can")
-    timeout_s: float = Field(60.0, gt=0)
-    retries: int = Field(3, ge=0)
-    backoff_s: float = Field(1.0, ge=0)
-    max_backoff_s: float = Field(30.0, ge=0)
-    concurrency: int = Field(4, ge=1)
-    cache_dir: str | None = Field(default_factory=lambda: default_cache("judge"))
-    replay_only: bool = False
+    # How patient the client is, where the cache lives and whether calls are allowed do not change a
+    # verdict: out of the config hash, so a replay-only CI run compares with a live run.
+    timeout_s: float = operational(60.0, gt=0)
+    retries: int = operational(3, ge=0)
+    backoff_s: float = operational(1.0, ge=0)
+    max_backoff_s: float = operational(30.0, ge=0)
+    concurrency: int = operational(4, ge=1)
+    cache_dir: str | None = operational(default_factory=lambda: default_cache("judge"))
+    replay_only: bool = operational(False)
     prices: Prices | None = Field(None, description="USD per million input/output tokens; local models cost 0")
     inject: Injection | None = None
 
@@ -107,12 +105,7 @@ VERDICT_SCHEMA = {
 
 def parse_answer(text: str) -> JudgeAnswer:
     """The first JSON object in the text (models wrap it in prose or code fences), validated."""
-    start = text.find("{")
-    if start < 0:
-        raise ValueError("no JSON object in the reply")
-    # strict=False: small models put raw newlines inside strings; the verdict is still readable.
-    obj, _ = json.JSONDecoder(strict=False).raw_decode(text[start:])
-    return JudgeAnswer.model_validate(obj)
+    return JudgeAnswer.model_validate(json_object(text))
 
 
 _KEY = re.compile(r'"hallucinated"\s*:\s*$')
@@ -140,62 +133,40 @@ class JudgeVerifier(Verifier):
     probabilistic = True
     Options = JudgeOptions
 
+    lazy = ("_client", "_env")
+
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
-        self._backend: Backend | None = None
-        self._env = None
         self._attacks: list[str] | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def config(self) -> dict:
-        # Where the cache lives, how patient the client is and whether calls are allowed do not change a
-        # verdict: they stay out of the config hash, so a replay-only CI run compares with a live run.
-        skip = {"cache_dir", "replay_only", "timeout_s", "retries", "backoff_s", "max_backoff_s", "concurrency"}
-        return {"name": self.name, **self.options.model_dump(mode="json", exclude=skip)}
-
-    def __getstate__(self):
-        return {**self.__dict__, "_backend": None, "_env": None, "_lock": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     # --- parts built on first use -------------------------------------------------------------------
 
+    def llm_options(self) -> LLMOptions:
+        """The judge's model, in the LLM layer's terms."""
+        o = self.options
+        return LLMOptions(backend=o.backend, model=o.model, base_url=o.base_url,
+                          api_key_env=o.api_key_env, prices=o.prices, timeout_s=o.timeout_s, retries=o.retries,
+                          backoff_s=o.backoff_s, max_backoff_s=o.max_backoff_s, cache_dir=o.cache_dir,
+                          replay_only=o.replay_only)
+
+    def client(self) -> LLMClient:
+        """The LLM client (a `local` backend starts llama.cpp's server at the first call that misses the
+        cache: a replay-only run starts nothing)."""
+        return self._build_once("_client", lambda: self.llm_options().client())
+
     @property
     def replay_only(self) -> bool:
-        return self.options.replay_only or os.environ.get("VERIFYBENCH_REPLAY_ONLY", "") not in ("", "0")
-
-    def backend(self) -> Backend:
-        with self._lock:
-            if self._backend is None:
-                o = self.options
-                if o.backend == "local":
-                    from verifybench.verifiers.judge.server import bundled_model_path, shared_server
-
-                    path = bundled_model_path(o.model) if o.model in ("smollm2",) else o.model
-                    base_url = o.base_url or shared_server(path).base_url
-                    self._backend = OpenAICompatible(o.model, base_url, o.api_key_env or "VERIFYBENCH_LOCAL_KEY",
-                                                     schema_style="llamacpp")
-                elif o.backend == "openai":
-                    self._backend = OpenAICompatible(o.model, o.base_url, o.api_key_env or "OPENAI_API_KEY")
-                elif o.backend == "anthropic":
-                    self._backend = AnthropicBackend(o.model, o.api_key_env or "ANTHROPIC_API_KEY", o.base_url)
-                else:
-                    from verifybench.verifiers.judge.server import bundled_model_path
-
-                    self._backend = LlamaCppInProcess(bundled_model_path(o.model) if o.model == "smollm2" else o.model)
-            return self._backend
+        return self.client().replay_only
 
     def env(self) -> Environment:
-        if self._env is None:
+        def build() -> Environment:
             loaders = [PackageLoader("verifybench", "verifiers/judge/prompts")]
             if self.options.templates_dir:
                 loaders.insert(0, FileSystemLoader(self.options.templates_dir))
-            self._env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
-                                    keep_trailing_newline=True)
-        return self._env
+            return Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
+                               keep_trailing_newline=True)
+
+        return self._build_once("_env", build)
 
     def template_for(self, doc_type: str) -> str:
         if doc_type in self.options.templates:
@@ -211,59 +182,15 @@ class JudgeVerifier(Verifier):
         return [{"role": "system", "content": self.env().get_template("system.j2").render().strip()},
                 {"role": "user", "content": user.strip()}]
 
-    # --- one request, with cache, replay and retries -------------------------------------------------
+    # --- one question to the model ------------------------------------------------------------------
 
-    def _complete(self, messages: list[dict], sample: int, stats: dict) -> Completion:
-        completion = self._fetch(messages, sample, stats)
-        # Tokens count for cached answers too: cost is what the verdicts cost to make, so a replayed CI
-        # run reports what a live run would pay.
-        stats["input_tokens"] += completion.input_tokens
-        stats["output_tokens"] += completion.output_tokens
-        return completion
-
-    def _fetch(self, messages: list[dict], sample: int, stats: dict) -> Completion:
+    def _ask(self, messages: list[dict], sample: int, usage: Usage) -> tuple[JudgeAnswer, float, Completion]:
         o = self.options
-        params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed + sample,
-                  "logprobs": o.logprobs, "json_mode": o.json_mode,
-                  "schema": VERDICT_SCHEMA if o.constrain and o.backend != "anthropic" else None}
-        kind = o.backend if o.backend != "local" else "openai-local"
-        key = request_key(kind, o.model, messages, params, sample)
-        cache = CompletionCache(o.cache_dir)
-        hit = cache.get(key)
-        if hit is not None:
-            stats["cache_hits"] += 1
-            return hit
-        if self.replay_only:
-            raise ReplayMiss(f"replay-only: no cached completion for request {key[:16]}")
-        backend = self.backend()
-        for attempt in range(o.retries + 1):
-            stats["requests"] += 1
-            try:
-                completion = backend.complete(messages, timeout=o.timeout_s, **params)
-                break
-            except Retryable as e:
-                if attempt == o.retries:
-                    stats["failures"] += 1
-                    raise RuntimeError(f"gave up after {attempt + 1} attempts: {e}") from None
-                stats["retries"] += 1
-                # Exponential backoff with full jitter, so many workers do not retry in step.
-                time.sleep(random.uniform(0, min(o.max_backoff_s, o.backoff_s * 2 ** attempt)))
-        cache.put(key, completion)
-        return completion
-
-    def _ask(self, messages: list[dict], sample: int, stats: dict) -> tuple[JudgeAnswer, float, Completion]:
-        completion = self._complete(messages, sample, stats)
-        try:
-            answer = parse_answer(completion.text)
-        except (ValueError, ValidationError) as first:
-            stats["repairs"] += 1
-            repair = messages + [{"role": "assistant", "content": completion.text}, {"role": "user", "content": REPAIR}]
-            completion = self._complete(repair, sample, stats)
-            try:
-                answer = parse_answer(completion.text)
-            except (ValueError, ValidationError) as second:
-                raise ValueError(f"malformed JSON verdict after one repair: {str(second)[:200]} "
-                                 f"(first: {str(first)[:100]})") from None
+        # Cache keys are made of these parameters: their names and values are part of the replay format.
+        answer, completion = self.client().complete_json(
+            messages, parse_answer, repairs=1, what="JSON verdict", usage=usage, sample=sample,
+            temperature=o.temperature, max_tokens=o.max_tokens, seed=o.seed + sample, logprobs=o.logprobs,
+            json_mode=o.json_mode, schema=VERDICT_SCHEMA if o.constrain and o.backend != "anthropic" else None)
         p = logprob_probability(completion)
         if p is None:
             p = answer.probability if answer.probability is not None else float(answer.hallucinated)
@@ -272,8 +199,7 @@ class JudgeVerifier(Verifier):
     def _judge(self, case: Case) -> Verdict:
         o = self.options
         start = time.perf_counter()
-        stats = {"requests": 0, "retries": 0, "failures": 0, "repairs": 0, "cache_hits": 0,
-                 "input_tokens": 0, "output_tokens": 0}
+        stats = Usage()
         try:
             if not case.sources:
                 raise ValueError("case has no source text; the judge needs sources to compare with")
@@ -295,17 +221,13 @@ class JudgeVerifier(Verifier):
                 detail.update(self._injected(case, majority, stats))
             verdict = Verdict(case_id=case.id, verifier=self.id, score=sum(probs) / len(probs), detail=detail)
         except Exception as e:  # noqa: BLE001 - this case's error, counted; the batch goes on
-            verdict = Verdict(case_id=case.id, verifier=self.id, error=f"{type(e).__name__}: {e}")
-        verdict.usage = {k: float(v) for k, v in stats.items()}
-        if self.options.backend == "local" or self.options.backend == "llamacpp":
-            verdict.cost_usd = 0.0
-        elif o.prices is not None:
-            verdict.cost_usd = (stats["input_tokens"] * o.prices.input_per_1m
-                                + stats["output_tokens"] * o.prices.output_per_1m) / 1e6
+            verdict = self.error_verdict(case, e)
+        verdict.usage = stats.as_dict()
+        verdict.cost_usd = stats.cost(o.prices, local=o.backend in ("local", "llamacpp"))
         verdict.latency_ms = (time.perf_counter() - start) * 1000
         return verdict
 
-    def _injected(self, case: Case, clean_vote: bool, stats: dict) -> dict[str, Any]:
+    def _injected(self, case: Case, clean_vote: bool, stats: Usage) -> dict[str, Any]:
         """Judge again with a BIPIA attack inserted into the middle of the first source."""
         if self._attacks is None:
             data = json.loads(Path(self.options.inject.file).expanduser().read_text(encoding="utf-8"))

@@ -1,22 +1,21 @@
-"""A content-addressed cache of judge completions, for determinism and for CI without paid calls.
+"""A content-addressed cache of completions (the replay cache), for determinism and for CI without
+paid calls.
 
 The key is a sha256 over (backend kind, model, messages, sampling parameters, sample index): the same
-request always maps to the same file, and nothing secret is part of it. With `replay_only`, a miss is an
-error for that case instead of a call."""
+request always maps to the same file, and nothing secret is part of it. With replay-only, a miss is an
+error (`ReplayMiss`) for that case instead of a call. The key's recipe is the one the judge has always
+used, so caches written before the LLM layer existed still replay."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
-from verifybench.verifiers.judge.backends import Completion
-
-
-class ReplayMiss(Exception):
-    pass
+from verifybench.verifiers.llm.providers import Completion
 
 
 def request_key(kind: str, model: str, messages: list[dict], params: dict[str, Any], sample: int) -> str:
@@ -26,6 +25,8 @@ def request_key(kind: str, model: str, messages: list[dict], params: dict[str, A
 
 
 class CompletionCache:
+    """One file per completion under `directory` (None: no cache), written atomically."""
+
     def __init__(self, directory: str | Path | None):
         self.directory = Path(directory).expanduser() if directory else None
 
@@ -39,12 +40,14 @@ class CompletionCache:
             return Completion.from_dict(json.loads(self._path(key).read_text(encoding="utf-8")))
         except FileNotFoundError:
             return None
+        except (ValueError, KeyError, TypeError):
+            return None  # an entry damaged by hand is a miss: asked again and rewritten
 
     def put(self, key: str, completion: Completion) -> None:
         if self.directory is None:
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(completion.to_dict(), ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, path)

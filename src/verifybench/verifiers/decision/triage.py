@@ -1,4 +1,6 @@
-"""What code decides from the answers (the seed's steps 3-4): drop, flag, rank, trim, escalate.
+"""The triage policy: what code decides from the answers (the seed's steps 3-4): drop, flag, rank,
+trim, escalate. (Configured under the decision verifier's `policy:` option; not to be confused with
+verifybench.policy, the threshold policy a run applies.)
 
 In this order, per case:
 
@@ -29,7 +31,7 @@ from verifybench.verifiers.decision.units import DecisionUnit
 PASSED = ("keep", "flag")
 
 
-class PolicyOptions(BaseModel):
+class TriageOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     drop_instructions_at: float | None = Field(None, ge=0, le=1, description="None: the backend's threshold")
@@ -53,7 +55,7 @@ class UnitDecision:
         return self.action in PASSED
 
 
-def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: PolicyOptions,
+def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: TriageOptions,
            default_thresholds: dict[str, float]) -> list[UnitDecision]:
     """One decision per unit, in unit order."""
     drop_at = opts.drop_instructions_at if opts.drop_instructions_at is not None else default_thresholds["instructions"]

