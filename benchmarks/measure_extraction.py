@@ -80,11 +80,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=list(DOMAINS))
     ap.add_argument("--llm", action="store_true", help="also measure the LLM extractor")
-    ap.add_argument("--llm-backend", default="local", choices=["local", "openai", "anthropic"])
+    ap.add_argument("--llm-backend", default="local", choices=["local", "openai", "anthropic", "llamacpp"])
     ap.add_argument("--llm-model", default="smollm2")
     ap.add_argument("--llm-base-url", default=None)
-    ap.add_argument("--llm-timeout", type=float, default=300.0, help="seconds per request (a loaded CPU is slow)")
+    ap.add_argument("--llm-api-key-env", default=None, help="environment variable holding the key (never the key)")
+    ap.add_argument("--llm-timeout", type=float, default=300.0, help="seconds per attempt (a loaded CPU is slow)")
     ap.add_argument("--llm-max-tokens", type=int, default=256)
+    ap.add_argument("--llm-repairs", type=int, default=1, help="repair requests after a reply that is not the JSON")
+    ap.add_argument("--llm-cache-dir", default=None, help="the LLM layer's replay cache (a rerun replays it)")
     ap.add_argument("--sample", type=int, default=64, help="cases per domain for the LLM extractor (0 = all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--min-per-class", type=int, default=5, help="for the threshold fitted on the LLM sample")
@@ -103,8 +106,10 @@ def main() -> None:
                                    "extraction": extraction(cases, prose, pack)}
         if args.llm:
             sample = cases if not args.sample else random.Random(args.seed).sample(cases, min(args.sample, len(cases)))
+            # The verifier's own `llm:` options: its client is the LLM layer's (retries, cache, usage, scrubbing).
             llm = {"backend": args.llm_backend, "model": args.llm_model, "base_url": args.llm_base_url,
-                   "timeout_s": args.llm_timeout, "max_tokens": args.llm_max_tokens}
+                   "api_key_env": args.llm_api_key_env, "timeout_s": args.llm_timeout,
+                   "max_tokens": args.llm_max_tokens, "repairs": args.llm_repairs, "cache_dir": args.llm_cache_dir}
             sub_given = [given[cases.index(c)] for c in sample]
             sub_prose = [prose[cases.index(c)] for c in sample]
             by_llm, t_llm = run(domain, sample, id="graph-prose-llm", claims="from_response", extractor="llm", llm=llm)
@@ -115,8 +120,9 @@ def main() -> None:
             rows[f"sample: prose, LLM ({args.llm_backend} {args.llm_model})"] = {
                 "cases": len(sample), **quality(sample, by_llm, k), "seconds": t_llm,
                 "extraction": extraction(sample, by_llm, pack),
-                "tokens": {key: sum((v.usage or {}).get(key, 0) for v in by_llm)
-                           for key in ("input_tokens", "output_tokens")}}
+                "usage": {key: sum((v.usage or {}).get(key, 0) for v in by_llm)
+                          for key in ("requests", "retries", "repairs", "failures", "cache_hits", "input_tokens",
+                                      "output_tokens")}}
             results[f"{name}/llm_examples"] = [
                 {"case": c.id, "response": c.response, "extracted": v.detail.get("extracted"), "error": v.error,
                  "rejected": [u.evidence for u in (v.units or []) if u.status == "rejected"]}
@@ -133,6 +139,8 @@ def main() -> None:
             print(f"{label:<42} {r['cases']:>5} {r['auroc']:>6.3f} {f1:>7} {ext}")
             if e and (e["unreadable_replies"] or e["errors"]):
                 print(f"{'':<42} unreadable replies: {e['unreadable_replies']}, error verdicts: {e['errors']}")
+            if r.get("usage"):
+                print(f"{'':<42} LLM calls: " + ", ".join(f"{k} {v:g}" for k, v in r["usage"].items()))
     if args.out:
         args.out.write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
 
