@@ -186,3 +186,14 @@ def test_shipped_weights_match_the_card():
     assert (MODEL_DIR / "model.safetensors").stat().st_size <= 50 * 2**20
     readme = (MODEL_DIR / "README.md").read_text(encoding="utf-8")
     assert card["files"]["model.safetensors"] in readme
+
+
+def test_curriculum_puts_easy_contrasts_and_their_twins_first():
+    from verifybench.training.pairs import Pair, curriculum_order
+
+    pairs = [Pair("w1", "a", 1, "synthetic/fusion", "k"), Pair("w1", "b", 0, "synthetic/entity", "k"),
+             Pair("w2", "c", 1, "synthetic/clause", "k"), Pair("w2", "d", 0, "synthetic/outside", "k"),
+             Pair("w3", "e", 0, "attributionbench-dev", "x")]
+    ordered = curriculum_order(pairs)
+    assert sorted(ordered, key=id) == sorted(pairs, key=id)  # a permutation: nothing lost or repeated
+    assert [p.claim for p in ordered] == ["c", "d", "e", "a", "b"]

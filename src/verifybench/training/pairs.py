@@ -69,6 +69,7 @@ class DataMix:
     halueval_dialogue_rows: int = 0
     attributionbench_dev: int = 0
     negative_kinds: tuple[str, ...] = perturb.NEGATIVE_KINDS
+    curriculum: bool = False  # easy contrasts first (see `curriculum_order`)
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -243,4 +244,18 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
         rng.shuffle(picked)
         pairs += attribution_pairs(picked[:mix.attributionbench_dev], windower)
     rng.shuffle(pairs)
-    return pairs
+    return curriculum_order(pairs) if mix.curriculum else pairs
+
+
+EASY_NEGATIVES = ("synthetic/outside", "synthetic/insertion")
+
+
+def curriculum_order(pairs: list[Pair]) -> list[Pair]:
+    """Easy contrasts first: the real pairs, and the synthetic windows whose negative is a sentence or
+    clause from elsewhere (with their faithful twin); then the one-fact minimal pairs. A minimal pair's
+    two claims are nearly the same input with opposite labels, so before the model can see the changed
+    fact their gradients cancel (probes 1-7: the loss stayed at chance)."""
+    easy_windows = {p.premise for p in pairs if p.kind in EASY_NEGATIVES}
+    first = [p for p in pairs if not p.kind.startswith("synthetic/") or p.premise in easy_windows]
+    keep = {id(p) for p in first}
+    return first + [p for p in pairs if id(p) not in keep]
