@@ -76,9 +76,15 @@ CONFIGS: dict[str, TrainConfig] = {
                                    halueval_dialogue_rows=150, attributionbench_dev=600),
                            budget=96, max_length=144, learning_rate=3e-4, bf16=True, train_layers=2,
                            spec=WindowSpec(budget=96, top_k=2)),
-    # v1: easy contrasts first, in order (no length grouping, which batched each minimal pair's twins
-    # together), all layers at 1e-4 (the setting that overfits a small set in 50 steps).
-    "v1": TrainConfig(DataMix(synthetic_windows=1500, synthetic_attribution_windows=200, halueval_summary_rows=100,
+    # Probe 11: easy contrasts first, in order (no length grouping, which batched each minimal pair's
+    # twins together), all layers at 1e-4 (the setting that overfits a small set in 50 steps).
+    "probe-curriculum": TrainConfig(DataMix(synthetic_windows=1500, synthetic_attribution_windows=200,
+                                            halueval_summary_rows=100, halueval_dialogue_rows=150,
+                                            attributionbench_dev=600, curriculum=True),
+                                    budget=96, max_length=144, learning_rate=1e-4, bf16=True, sampler="sequential",
+                                    spec=WindowSpec(budget=96, top_k=2)),
+    # v1: probe 11 with twice the one-fact minimal pairs (the phase probe 11 left at chance).
+    "v1": TrainConfig(DataMix(synthetic_windows=3000, synthetic_attribution_windows=300, halueval_summary_rows=100,
                               halueval_dialogue_rows=150, attributionbench_dev=600, curriculum=True),
                       budget=96, max_length=144, learning_rate=1e-4, bf16=True, sampler="sequential",
                       spec=WindowSpec(budget=96, top_k=2)),
@@ -209,17 +215,12 @@ def figures(cases, scores: np.ndarray) -> dict:
             "threshold": round(thr, 4), "n_test": int(test.sum())}
 
 
-def evaluate(model, tok, cfg: TrainConfig, data: Path, summedits_cap: int | None = None,
-             halueval_rows_cap: int | None = None, spec: WindowSpec | None = None) -> dict:
-    """Development figures per set, scored with the inference windowing (`windows.score_pairs`)."""
-    spec = spec or cfg.spec
-    count = tokenizer_counter(tok)
-    entail = entail_fn(model, tok, cfg.max_length)
-    embed = embed_fn() if spec.top_k else None
+def dev_selection(data: Path, summedits_cap: int | None = None, halueval_rows_cap: int | None = None) -> dict:
+    """The development cases scored: a fixed sample of whole SummEdits documents (their edited summaries
+    stay together) up to `summedits_cap` cases per domain, and the first HaluEval development rows."""
     out = {}
     for name, cases in dev_cases(data, halueval_rows_cap).items():
         if summedits_cap and name.startswith("summedits") and len(cases) > summedits_cap:
-            # A fixed sample of whole documents (their ten summaries stay together).
             docs = sorted({c.sources[0].text for c in cases}, key=lambda d: hashlib.sha256(d.encode()).hexdigest())
             keep, n = set(), 0
             for d in docs:
@@ -228,12 +229,34 @@ def evaluate(model, tok, cfg: TrainConfig, data: Path, summedits_cap: int | None
                 keep.add(d)
                 n += sum(c.sources[0].text == d for c in cases)
             cases = [c for c in cases if c.sources[0].text in keep]
+        out[name] = cases
+    return out
+
+
+def evaluate(model, tok, cfg: TrainConfig, data: Path, summedits_cap: int | None = None,
+             halueval_rows_cap: int | None = None, spec: WindowSpec | None = None) -> dict:
+    """Development figures per set, scored with the inference windowing (`windows.score_pairs`)."""
+    spec = spec or cfg.spec
+    count = tokenizer_counter(tok)
+    entail = entail_fn(model, tok, cfg.max_length)
+    embed = embed_fn() if spec.top_k else None
+    out = {}
+    for name, cases in dev_selection(data, summedits_cap, halueval_rows_cap).items():
         started = time.perf_counter()
         scores = score_pairs([c.sources[0].text for c in cases], [c.response for c in cases], entail, spec,
                              count, embed)
         wall = time.perf_counter() - started
         out[name] = {**figures(cases, scores), "ms_per_case": round(1000 * wall / len(cases), 1)}
     return out
+
+
+def baselines(data: Path, summedits_cap: int | None = None, halueval_rows_cap: int | None = None) -> dict:
+    """ROUGE-1 (the `rouge` verifier, default options) on the same development cases, for comparison."""
+    from verifybench.verifiers.overlap import RougeVerifier
+
+    rouge = RougeVerifier()
+    return {name: figures(cases, np.array([rouge.score_case(c) for c in cases]))
+            for name, cases in dev_selection(data, summedits_cap, halueval_rows_cap).items()}
 
 
 def write_model(model, tok, out: Path, card: dict) -> None:
@@ -326,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--halueval-dev-rows", type=int, default=200, help="HaluEval development rows to score (2 cases each)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-train-minutes", type=float, default=None, help="stop training after this wall time")
+    ap.add_argument("--evaluate-only", default=None, metavar="DIR",
+                    help="re-score a written model (as stored: fp16 weights) on the dev sets and update its card")
+    ap.add_argument("--baselines", action="store_true", help="print ROUGE-1's figures on the same dev cases")
     args = ap.parse_args(argv)
     import tempfile
 
@@ -334,6 +360,12 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     data = find_data(args.data_dir)
+    if args.baselines:
+        print(json.dumps(baselines(data, args.summedits_cap, args.halueval_dev_rows), indent=2))
+        return
+    if args.evaluate_only:
+        reevaluate(Path(args.evaluate_only), data, args.summedits_cap, args.halueval_dev_rows)
+        return
     cfg = CONFIGS[args.config]
     tok = AutoTokenizer.from_pretrained(base_path())
     t0 = time.time()
@@ -347,6 +379,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as work:
         model, info = train(cfg, pairs, tok, Path(work), args.max_train_minutes)
     t2 = time.time()
+    model.half().float()  # score the weights exactly as they are shipped (fp16), computed in fp32
     dev = evaluate(model, tok, cfg, data, args.summedits_cap, args.halueval_dev_rows)
     t3 = time.time()
     minutes = {"build": round((t1 - t0) / 60, 1), "train": round((t2 - t1) / 60, 1), "dev": round((t3 - t2) / 60, 1)}
@@ -364,6 +397,26 @@ def main(argv: list[str] | None = None) -> None:
             "python": sys.version.split()[0]}
     write_model(model, tok, out, card)
     print(f"wrote {out}")
+
+
+def reevaluate(model_dir: Path, data: Path, summedits_cap: int | None, halueval_rows: int | None) -> dict:
+    """Dev figures of the model stored in `model_dir` (loaded as a user would: fp16 weights upcast to
+    fp32), written into its card.json and README.md; the weights and their hashes are untouched."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    card = json.loads((model_dir / "card.json").read_text(encoding="utf-8"))
+    cfg_d = dict(card["config"])
+    cfg = TrainConfig(mix=DataMix(**cfg_d.pop("mix")), spec=WindowSpec(**cfg_d.pop("spec")), **cfg_d)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype="float32").eval()
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    dev = evaluate(model, tok, cfg, data, summedits_cap, halueval_rows)
+    card["dev"] = dev
+    card["dev_caps"] = {"summedits_per_domain": summedits_cap, "halueval_rows": halueval_rows}
+    card["dev_scored_from"] = "the stored fp16 weights, upcast to fp32"
+    (model_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    (model_dir / "README.md").write_text(render_card(card), encoding="utf-8")
+    print(json.dumps(dev, indent=2))
+    return dev
 
 
 def default_model_dir() -> Path:
