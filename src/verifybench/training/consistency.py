@@ -296,15 +296,20 @@ perturbations of those documents' sentences (verifybench/training/perturb.py). N
 
 ## Training
 
-{card['steps']} steps, batch {cfg['batch_size']}, learning rate {cfg['learning_rate']}, {cfg['epochs']} epoch(s),
-max length {cfg['max_length']}, premise windows of <= {cfg['budget']} word pieces. Wall time
-{card['train_minutes']} min on {card['machine']} (pair building {card['build_minutes']} min).
+{card['steps']} of {card.get('planned_steps', card['steps'])} planned steps, batch {cfg['batch_size']}, learning rate {cfg['learning_rate']} (linear warm-up
+{cfg['warmup_ratio']:.0%}, linear decay), bf16 autocast {cfg['bf16']}, sampler {cfg['sampler']} (curriculum order:
+{cfg['mix']['curriculum']}), max length {cfg['max_length']}, premise windows of <= {cfg['budget']} word pieces. Wall time
+{card['train_minutes']} min on {card['machine']} (pair building {card['build_minutes']} min), on a
+machine shared with other jobs. Training loss every 25 steps: {', '.join(str(l) for _, l in card.get('loss_curve', []))}.
 
 ## Development figures (design was chosen on these; they are not held-out results)
 
 Scored as the `nli` verifier scores: {card['inference']}. Development sets: the HaluEval summarization
 development slice (train side of the holdout) and SummEdits {', '.join(DEV_DOMAINS)}. Balanced accuracy
-on each set's test role at the max-F1 threshold of its calibration role.
+on each set's test role at the max-F1 threshold of its calibration role. Cases scored:
+{card.get('dev_caps')} (SummEdits: whole documents in a fixed hash order). Milliseconds per case are
+wall time on the shared machine with windows, embeddings and pair scores memoised within the run,
+not a benchmark.
 
 | set | cases | AUROC | balanced accuracy | ms / case |
 |---|---|---|---|---|
