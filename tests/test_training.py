@@ -13,7 +13,15 @@ import pytest
 
 from verifybench.loaders.halueval import halueval
 from verifybench.training import decision, perturb
-from verifybench.training.pairs import DataMix, Windower, build_pairs, dev_cases, doc_key, halueval_rows, is_dev
+from verifybench.training.pairs import (
+    DataMix,
+    Windower,
+    build_pairs,
+    dev_cases,
+    doc_key,
+    halueval_rows,
+    is_dev,
+)
 from verifybench.training.windows import WindowSpec, pack, score_pairs
 
 MODEL_DIR = Path(decision.__file__).resolve().parents[1] / "models" / "consistency-minilm"

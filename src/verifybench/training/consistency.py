@@ -11,7 +11,8 @@ the development figures from `pairs.dev_cases` scored as the `nli` verifier scor
 
 Writes to DIR: model.safetensors (fp16), config.json, the tokenizer files, dev.json (development
 figures) and README.md, the model card with the data, steps, figures and sha256 of every file. Every
-probe appends a row to CONSISTENCY_DEV.md's machine-readable twin, probes.jsonl, beside this module.
+probe (`--probe NAME`) appends a row to consistency_probes.jsonl beside this module; the readable
+probe table with the reading of each is CONSISTENCY_DEV.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
-from verifybench.training.pairs import DEV_DOMAINS, DEV_FRACTION, DEV_SEED, DataMix, Pair, Windower, build_pairs, dev_cases
+from verifybench.training.pairs import (
+    DEV_DOMAINS,
+    DEV_FRACTION,
+    DEV_SEED,
+    DataMix,
+    Pair,
+    Windower,
+    build_pairs,
+    dev_cases,
+)
 from verifybench.training.windows import WindowSpec, score_pairs
 
 HERE = Path(__file__).resolve().parent
@@ -137,9 +147,13 @@ class PairDataset:
 
 
 def train(cfg: TrainConfig, pairs: list[Pair], tok, workdir: Path, max_minutes: float | None = None):
-    import torch
-    from transformers import (AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer,
-                              TrainingArguments, set_seed)
+    from transformers import (
+        AutoModelForSequenceClassification,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
 
     set_seed(cfg.seed)
     model = AutoModelForSequenceClassification.from_pretrained(
@@ -350,9 +364,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config", default="v1", choices=sorted(CONFIGS))
     ap.add_argument("--out", default=None, help="where to write the model (default: the packaged model folder)")
     ap.add_argument("--probe", default=None, help="a probe name: train, record dev figures, write no model")
-    ap.add_argument("--summedits-cap", type=int, default=None, help="score only this many SummEdits cases per dev domain")
-    ap.add_argument("--halueval-dev-rows", type=int, default=200, help="HaluEval development rows to score (2 cases each)")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--summedits-cap", type=int, default=300, help="score only this many SummEdits cases per dev domain")
+    ap.add_argument("--halueval-dev-rows", type=int, default=100, help="HaluEval development rows to score (2 cases each)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (one was faster than two on the shared machine)")
     ap.add_argument("--max-train-minutes", type=float, default=None, help="stop training after this wall time")
     ap.add_argument("--evaluate-only", default=None, metavar="DIR",
                     help="re-score a written model (as stored: fp16 weights) on the dev sets and update its card")

@@ -169,7 +169,7 @@ def synthetic_pairs(docs: list[tuple[str, str]], n_windows: int, windower: Windo
         pos_kind, pos_text = made
         # Foreign sentences: from this document outside the window (hard) or from another document.
         outside = [w for k, w in enumerate(wins) if abs(k - j) > 1]
-        other_key, other_wins, _ = chosen[rng.randrange(len(chosen))]
+        _, other_wins, _ = chosen[rng.randrange(len(chosen))]
         foreign_src = rng.choice(outside) if outside and rng.random() < 0.5 else rng.choice(other_wins)
         foreign = [s.text for s in sentences(foreign_src) if len(s.text.split()) >= 5]
         neg = perturb.negative(pos_text, doc, pool, foreign, rng, mix.negative_kinds)
