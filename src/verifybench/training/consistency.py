@@ -276,6 +276,9 @@ def baselines(data: Path, summedits_cap: int | None = None, halueval_rows_cap: i
 def write_model(model, tok, out: Path, card: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.half().save_pretrained(out, safe_serialization=True)
+    # The length the model was trained on: a loader that sizes its windows from the tokenizer's limit
+    # (the `nli` verifier's default) then cuts premises as training did.
+    tok.model_max_length = card["config"]["max_length"]
     tok.save_pretrained(out)
     model.float()
     files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())
