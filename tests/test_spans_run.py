@@ -149,3 +149,15 @@ def test_a_run_without_spans_or_groups_gets_no_such_keys(tmp_path, root):
     api.run(suite, out=tmp_path / "run", progress=False)
     m = json.loads((tmp_path / "run/metrics.json").read_text())
     assert "spans" not in m and "pairs" not in m and "pairs" not in m["verifiers"]["rouge"]
+
+
+def test_the_run_object_lists_span_and_pair_metrics(run):
+    from verifybench.results import Run
+
+    _, _, metrics = _run_files(run)
+    df = Run(run).metrics
+    f1 = df[(df.verifier == "novelty") & (df.slice == "all") & (df.metric == "spans.all.char.f1")].iloc[0]
+    want = metrics["verifiers"]["novelty"]["spans"]["test"]["all"]["char"]
+    assert f1.split == "test" and f1.value == pytest.approx(want["f1"]) and f1.ci_low == pytest.approx(want["ci"]["f1"][0])
+    pa = df[(df.verifier == "rouge") & (df.slice == "all") & (df.metric == "pairwise_accuracy")].iloc[0]
+    assert pa.value == pytest.approx(metrics["verifiers"]["rouge"]["pairs"]["accuracy"])
