@@ -161,3 +161,16 @@ def test_the_run_object_lists_span_and_pair_metrics(run):
     assert f1.split == "test" and f1.value == pytest.approx(want["f1"]) and f1.ci_low == pytest.approx(want["ci"]["f1"][0])
     pa = df[(df.verifier == "rouge") & (df.slice == "all") & (df.metric == "pairwise_accuracy")].iloc[0]
     assert pa.value == pytest.approx(metrics["verifiers"]["rouge"]["pairs"]["accuracy"])
+
+
+def test_gold_that_could_not_be_located_anywhere_is_still_reported(tmp_path):
+    rows = [{"id": str(i), "response": "The store opens at nine.", "sources": [SOURCE], "label": i % 2,
+             **({"bad": ["closes at noon"]} if i % 2 else {})} for i in range(20)]
+    data = write(tmp_path / "d.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    suite = parse_suite({"name": "lost", "dataset": {"loader": "jsonl", "path": str(data), "fields": {"spans": "bad"}},
+                         "verifiers": [{"helpers.span_verifiers:WordNovelty": {"id": "novelty"}}],
+                         "metrics": {"bootstrap": 10}}, tmp_path)
+    api.run(suite, out=tmp_path / "run", progress=False)
+    m = json.loads((tmp_path / "run/metrics.json").read_text())
+    assert m["spans"]["gold"]["not_found"] == 10 and m["spans"]["gold"]["cases_with_unlocated"] == 10
+    assert m["spans"]["evaluated"]["test"] + m["spans"]["evaluated"]["calibration"] == 10  # the faithful ones

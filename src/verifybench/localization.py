@@ -69,17 +69,18 @@ class CaseTable:
                                 strata=[r.get("doc_type") for r in rows])
         self.slice = np.array([_slice_key(r, s.by) for r in rows], dtype=object)
         self.group = groups
-        self.has_spans = any("spans" in r for r in rows)
         self.spans = [r.get("spans") or [] for r in rows]
         self.unlocated = np.array([int(m.get(NOT_FOUND) or 0) + int(m.get(AMBIGUOUS) or 0) for m in meta])
         self.not_found = int(sum(int(m.get(NOT_FOUND) or 0) for m in meta))
         self.ambiguous = int(sum(int(m.get(AMBIGUOUS) or 0) for m in meta))
+        # A dataset whose every gold string failed to be located still reports how many did.
+        self.has_spans = any("spans" in r for r in rows) or bool(self.not_found + self.ambiguous)
 
     @classmethod
     def read(cls, run_dir: Path, s: Settings) -> "CaseTable | None":
         """The table, or None when no case has gold spans or a group (then there is nothing to measure)."""
         raw = list(_lines(run_dir / CASES))
-        if not any(b'"spans"' in r or b'"group"' in r for r in raw):
+        if not any(b'"spans' in r or b'"group"' in r for r in raw):  # "spans", "spans_not_found", ...
             return None
         return cls([json.loads(r) for r in raw], s)
 
