@@ -208,7 +208,7 @@ def test_judge_cache_key_is_unchanged_by_localization(tmp_path):
 
 
 @pytest.mark.parametrize("name,cases,hallucinated", [("halueval-general-spans", 4507, 815),
-                                                     ("judge-halueval-general-spans", 100, None),
+                                                     ("judge-halueval-general-spans", 200, 37),
                                                      ("halueval-qa-pairs", 4000, 2000)])
 def test_the_span_and_pair_suites_read_their_data(root, name, cases, hallucinated):
     from verifybench.suite import load_suite
