@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from verifybench import report as report_mod
+from verifybench import localization, report as report_mod
 from verifybench.cases import Case, Source, Verdict
 from verifybench.compare import compare_pair, pairs
 from verifybench.errors import SuiteError, VerifybenchError
@@ -192,6 +192,7 @@ def finish(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
 
 def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     manifest, metrics, cases, verdicts = metrics_for(run_dir)
+    localization.add_metrics(metrics, run_dir, settings_for(run_dir, manifest))  # spans and minimal pairs
     worst = {vid: report_mod.worst_cases(cases, verdicts, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
     notes = []

@@ -101,6 +101,17 @@ def tidy_metrics(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         for section in ("usage_per_case", "sample_flip_rate", "injection_flip_rate"):
             for name, value in _leaves(v.get(section) or {}):
                 add(vid, OVERALL, "all", f"{section}.{name}", value)
+        # Minimal pairs (over all cases, like AUROC) and localization (test split), per slice (docs/spans.md).
+        pairs = v.get("pairs") or {}
+        for key, p in [(OVERALL, pairs), *(pairs.get("slices") or {}).items()] if pairs else []:
+            add(vid, key, "all", "pairwise_accuracy", p.get("accuracy"), _ci({"a": p.get("ci")}, "a"))
+        spans = v.get("spans") or {}
+        for key, sm in [(OVERALL, spans.get("test") or {}), *(spans.get("slices") or {}).items()]:
+            for scope, entry in sm.items():
+                for level in ("char", "span_overlap", "span_iou50"):
+                    for name in ("precision", "recall", "f1"):
+                        add(vid, key, "test", f"spans.{scope}.{level}.{name}", entry[level].get(name),
+                            _ci(entry[level].get("ci"), name))
     return rows
 
 
