@@ -342,3 +342,137 @@ def test_shipped_dataset_two_stage_beats_one_stage_on_every_error_type(root, tmp
     for error_type, flags in recall["compliance"].items():
         assert all(flags), error_type
     assert sum(map(sum, recall["compliance-onestage"].values())) < sum(map(len, recall["compliance-onestage"].values()))
+
+
+# -- standards with editions, clauses and audit dates -------------------------------------------------------
+
+def vlabel(edition: str, effective: str, limit: str, aids: str, section: str) -> Document:
+    return Document(id=f"VL-{edition}", doc_type="standard", text=(
+        f"V-Label criteria {edition}. Requirements for beta-carotene (ingredient code BC-204).\n"
+        f"{section}.1 Prohibited processing aids: {aids}.\n"
+        f"{section}.2 Permitted carriers: plant glycerol, sunflower lecithin.\n"
+        f"{section}.3 Required laboratory tests (reported on the certificate of analysis, CoA): animal DNA (PCR).\n"
+        f"{section}.4 Maximum animal DNA: {limit} mg/kg."),
+        metadata={"standard_id": "V-LABEL", "edition": edition, "effective_date": effective})
+
+
+EDITIONS = [vlabel("2021", "2021-03-01", "0.5", "pork gelatin", "2.3"),
+            vlabel("2024", "2024-07-01", "0.1", "pork gelatin, bone char", "4.3"),
+            vlabel("2027", "2027-01-01", "0.05", "pork gelatin, bone char, shellac", "6.1")]
+
+
+def test_the_edition_in_force_at_a_date():
+    import datetime as dt
+
+    from verifybench.verifiers.compliance.standards import in_force
+
+    docs = [*EDITIONS, INTRO]  # the introduction has no edition: always in force
+    def ids(date):
+        return [docs[i].id for i in in_force(docs, date)]
+    assert ids(dt.date(2023, 5, 1)) == ["VL-2021", "STD-INTRO"]
+    assert ids(dt.date(2024, 7, 1)) == ["VL-2024", "STD-INTRO"]  # the day it takes effect
+    assert ids(None) == ["VL-2027", "STD-INTRO"]  # no date: the latest edition
+    assert ids(dt.date(2020, 1, 1)) == ["STD-INTRO"]  # before any edition: none of it applies
+
+
+def test_rule_extractor_names_the_clause_of_every_requirement():
+    c = RuleExtractor().extract("beta-carotene", [EDITIONS[1]])
+    assert c.ref("prohibited_processing_aids", "bone char").clause == "4.3.1"
+    assert c.ref("carrier_restrictions").clause == "4.3.2"
+    assert c.ref("required_lab_tests", "animal DNA (PCR)").clause == "4.3.3"
+    ref = c.ref("max_threshold_ppm")
+    assert (ref.standard_id, ref.edition, ref.clause, ref.doc_id) == ("V-LABEL", "2024", "4.3.4", "VL-2024")
+
+
+def edition_corpus(path):
+    docs = [*EDITIONS, INTRO, coa("LOT-7", dna="0.3 mg/kg"), tds("LOT-7", "sunflower lecithin")]
+    path.write_text("".join(d.model_dump_json() + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+def test_the_audit_uses_the_edition_in_force_at_the_audit_date(tmp_path):
+    corpus = edition_corpus(tmp_path / "c.jsonl")
+    verifier = build("compliance", corpus=str(corpus), dense=False)
+    early, late, undated = seed_case("LOT-7", "Yes, lot LOT-7 is compliant.", label=False), seed_case(
+        "LOT-7", "Yes, lot LOT-7 is compliant.", label=True), seed_case("LOT-7", "Yes, lot LOT-7 is compliant.", label=True)
+    early.meta["audit_date"], late.meta["audit_date"] = "2023-05-01", "2025-06-01"
+    v_early, v_late, v_undated = verifier.verify([early, late, undated])
+    # 0.3 mg/kg: within V-Label 2021's 0.5, over V-Label 2024's 0.1 (and 2027's 0.05, the latest edition).
+    assert (v_early.detail["audit"], v_early.score, v_early.detail["editions"]) == ("compliant", 0.0, ["V-LABEL 2021"])
+    assert (v_late.detail["audit"], v_late.score, v_late.detail["editions"]) == ("violated", 1.0, ["V-LABEL 2024"])
+    assert v_late.detail["standards"] == ["VL-2024", "STD-INTRO"] and v_late.detail["audit_date"] == "2025-06-01"
+    assert v_undated.detail["editions"] == ["V-LABEL 2027"]
+    # Every criterion unit names the standard, its edition and the clause.
+    threshold = next(u for u in v_late.units if u.detail["kind"] == "threshold")
+    assert (threshold.detail["standard_id"], threshold.detail["edition"], threshold.detail["clause"]) == (
+        "V-LABEL", "2024", "4.3.4")
+    assert all(u.detail.get("standard_id") == "V-LABEL" and u.detail.get("clause") for u in v_late.units)
+    assert {u.detail["clause"] for u in v_late.units if u.detail["kind"] == "prohibited_aid"} == {"4.3.1"}
+    # The option sets the date for cases that carry none; a case's own date wins; a bad one is its error.
+    by_option = build("compliance", corpus=str(corpus), dense=False, audit_date="2023-05-01")
+    bad = seed_case("LOT-7", "Yes, lot LOT-7 is compliant.")
+    bad.meta["audit_date"] = "last spring"
+    v_opt, v_case, v_bad = by_option.verify([undated, late, bad])
+    assert v_opt.detail["editions"] == ["V-LABEL 2021"] and v_case.detail["editions"] == ["V-LABEL 2024"]
+    assert "field 'meta.audit_date': 'last spring' is not a date" in v_bad.error
+
+
+def test_a_bad_effective_date_names_file_line_and_field(tmp_path):
+    path = tmp_path / "c.jsonl"
+    bad = vlabel("2024", "July 2024", "0.1", "pork gelatin", "4.3")
+    path.write_text(INTRO.model_dump_json() + "\n" + bad.model_dump_json() + "\n")
+    with pytest.raises(RecordError, match=r"c\.jsonl:2: field .metadata.effective_date.: 'July 2024' is not a date"):
+        load_corpus(path)
+
+
+def test_llm_extractor_requirements_get_their_clause_from_the_excerpt_text():
+    reply = json.dumps({"ingredient_name": "beta-carotene", "prohibited_processing_aids": ["pork gelatine", "shellac"],
+                        "carrier_restrictions": ["plant glycerol"], "required_lab_tests": ["animal DNA (PCR)"],
+                        "max_threshold_ppm": 0.1, "threshold_analyte": "animal DNA", "refs": "garbage"})
+    server = FakeLLM([reply])
+    try:
+        extractor = LLMExtractor(OpenAICompatible("tiny", server.base_url, api_key_env="VERIFYBENCH_TEST_KEY"))
+        c = extractor.extract("beta-carotene", [EDITIONS[0], EDITIONS[1]])
+        # The schema sent asks for the checklist only, not for provenance.
+        assert "refs" not in json.dumps(server.requests[0]["response_format"])
+    finally:
+        server.close()
+    # "pork gelatine" is found (synonyms folded) on the first excerpt's clause line; "shellac" is in neither
+    # excerpt, so it has no clause: an extraction the standards do not back.
+    ref = c.ref("prohibited_processing_aids", "pork gelatine")
+    assert (ref.doc_id, ref.clause, ref.edition) == ("VL-2021", "2.3.1", "2021")
+    assert c.ref("prohibited_processing_aids", "shellac") is None
+    assert c.ref("max_threshold_ppm").clause == "2.3.4" and c.ref("carrier_restrictions").clause == "2.3.2"
+
+
+def test_the_llm_extractor_on_the_local_backend_audits_an_edition_and_counts_its_calls(tmp_path):
+    # `backend: local` with a base_url talks to that server as llama.cpp's (the schema inside json_object);
+    # a 429 is retried; the verdict carries the edition read, the clause found in the text, and the calls
+    # (a local model costs nothing).
+    reply = json.dumps({"ingredient_name": "beta-carotene", "prohibited_processing_aids": ["pork gelatin"],
+                        "carrier_restrictions": ["plant glycerol", "sunflower lecithin"], "required_lab_tests": [],
+                        "max_threshold_ppm": 0.1, "threshold_analyte": "animal DNA"})
+    server = FakeLLM([429, reply])
+    try:
+        verifier = build("compliance", corpus=str(edition_corpus(tmp_path / "c.jsonl")), dense=False, extractor="llm",
+                         llm={"backend": "local", "model": "smollm2", "base_url": server.base_url,
+                              "backoff_s": 0.01, "max_backoff_s": 0.02})
+        case = seed_case("LOT-7", "Yes, lot LOT-7 is compliant.")
+        case.meta["audit_date"] = "2025-06-01"
+        (verdict,) = verifier.verify([case])
+        assert server.requests[-1]["response_format"]["type"] == "json_object"
+        assert "schema" in server.requests[-1]["response_format"]
+    finally:
+        server.close()
+    assert verdict.error is None, verdict.error
+    assert (verdict.detail["audit"], verdict.detail["editions"]) == ("violated", ["V-LABEL 2024"])  # 0.3 > 0.1
+    threshold = next(u for u in verdict.units if u.detail["kind"] == "threshold")
+    assert (threshold.detail["edition"], threshold.detail["clause"]) == ("2024", "4.3.4")
+    assert (verdict.usage["requests"], verdict.usage["retries"]) == (2, 1) and verdict.cost_usd == 0.0
+    # The backend and model are in the config hash; how patient the client is is not.
+    patient = build("compliance", corpus="c.jsonl", extractor="llm", llm={"backend": "local", "model": "smollm2",
+                                                                          "retries": 9, "timeout_s": 5})
+    assert patient.config_hash == build("compliance", corpus="c.jsonl", extractor="llm",
+                                        llm={"backend": "local", "model": "smollm2"}).config_hash
+    assert patient.config_hash != build("compliance", corpus="c.jsonl", extractor="llm",
+                                        llm={"backend": "openai", "model": "smollm2"}).config_hash

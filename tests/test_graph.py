@@ -33,6 +33,7 @@ from verifybench.verifiers.graph.claims import gate1, normalise
 from verifybench.verifiers.graph.entailment import Checker
 from verifybench.verifiers.graph.facts import FactsError, load_facts
 from verifybench.verifiers.graph.kg import KnowledgeGraph
+from verifybench.verifiers.graph.pack import load_pack
 from verifybench.verifiers.graph.verifier import GraphVerifier
 from verifybench.verifiers.llm import Backend, Completion
 
@@ -59,6 +60,9 @@ P-DUAL-B,DUAL,20,0,ORIGINAL_PAYMENT,false,false
 """
 
 
+PACK = load_pack("refunds")
+
+
 def write_facts(folder: Path, customers=CUSTOMERS, orders=ORDERS, policies=POLICIES) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in (("customers", customers), ("orders", orders), ("policies", policies)):
@@ -81,7 +85,7 @@ def derived(kg) -> dict:
     """(order, claim type) -> {(value, rule, policy)} as the graph derives them."""
     out: dict = {}
     for r in kg.derived().to_dict("records"):
-        out.setdefault((r["order_id"], r["claim_type"]), set()).add((r["value"], r["rule"], r["policy_id"]))
+        out.setdefault((r["subject_id"], r["claim_type"]), set()).add((r["value"], r["rule"], r["basis"]))
     return out
 
 
@@ -97,7 +101,7 @@ def claim(claim_type, subject, value, evidence="because"):
 
 
 def check(checker, *raw):
-    accepted, rejected = gate1(list(raw))
+    accepted, rejected = gate1(list(raw), PACK)
     assert not rejected, rejected
     return checker.check(accepted)
 
@@ -141,7 +145,7 @@ def test_a_silver_order_without_shipping_back_is_refunded_without_it(kg, tmp_pat
     # amount_without_shipping: an eligible SILVER order (shipping not refundable).
     facts = write_facts(tmp_path, orders=ORDERS.replace("A-92,C-185,50.00,4.99,true,", "A-92,C-185,50.00,4.99,false,"))
     rows = KnowledgeGraph(load_facts(facts)).derived()
-    got = rows[(rows.order_id == "A-92") & (rows.claim_type == "refund_amount")][["value", "rule"]].values.tolist()
+    got = rows[(rows.subject_id == "A-92") & (rows.claim_type == "refund_amount")][["value", "rule"]].values.tolist()
     assert got == [["4500", "amount_without_shipping"]]  # 50.00 - 5.00 fee, shipping 4.99 kept
 
 
@@ -164,7 +168,7 @@ def test_statuses_expected_values_and_proof(checker):
     )
     assert (ok.status, ok.expected) == ("entailed", ["129.48"])
     step = ok.proof["steps"][0]
-    assert step["rule"] == "amount_with_shipping" and step["policy_id"] == "P-GOLD"
+    assert step["rule"] == "amount_with_shipping" and step["basis"] == "P-GOLD"
     assert step["facts"]["order.amount"] == "129.99" and step["facts"]["order.shipping"] == "5.99"
     assert step["facts"]["policy.restocking_fee_pct[P-GOLD]"] == "5"
     assert (wrong.status, wrong.expected) == ("contradicted", ["ORIGINAL_PAYMENT"])
@@ -172,7 +176,7 @@ def test_statuses_expected_values_and_proof(checker):
     assert no_order.status == "unsupported" and "no order 'A-404'" in no_order.reason
     assert no_rule.status == "unsupported" and "no rule derives" in no_rule.reason
     assert conflict.status == "conflict" and conflict.expected == ["ORIGINAL_PAYMENT", "STORE_CREDIT"]
-    assert {s["policy_id"] for s in conflict.proof["steps"]} == {"P-DUAL-A", "P-DUAL-B"}
+    assert {s["basis"] for s in conflict.proof["steps"]} == {"P-DUAL-A", "P-DUAL-B"}
 
 
 @pytest.mark.parametrize("claim_type,value", [
@@ -189,7 +193,7 @@ def test_live_mode_agrees_with_materialised(kg, checker):
     raw = [claim(t, o, v) for o, t, v, _ in RULE_CASES] + [
         claim("refund_method", "A-91", "STORE_CREDIT"), claim("refund_method", "A-97", "STORE_CREDIT"),
         claim("refund_method", "A-96", "X"), claim("customer_tier", "A-0", "GOLD")]
-    accepted, _ = gate1(raw)
+    accepted, _ = gate1(raw, PACK)
     live = Checker(kg, mode="live").check(accepted)
     mat = checker.check(accepted)
     assert [(c.status, c.expected, c.proof) for c in live] == [(c.status, c.expected, c.proof) for c in mat]
@@ -211,7 +215,7 @@ def test_live_mode_agrees_with_materialised(kg, checker):
     ("refund_method=X", "a claim must be an object"),
 ])
 def test_gate1_rejects_with_the_reason(raw, reason):
-    accepted, rejected = gate1([claim("customer_tier", "A-91", "GOLD"), raw])
+    accepted, rejected = gate1([claim("customer_tier", "A-91", "GOLD"), raw], PACK)
     assert len(accepted) == 1 and len(rejected) == 1
     assert rejected[0].index == 1 and reason in rejected[0].reason
 
@@ -379,7 +383,7 @@ def test_the_generator_rewrites_the_shipped_files_byte_for_byte(root):
     facts, _policy, cases = gen.generate()
     assert gen.generate()[2] == cases
     for name, text in facts.items():
-        assert (root / "datasets/refunds/facts" / name).read_text(encoding="utf-8") == text
+        assert (root / "src/verifybench/verifiers/graph/packs/refunds/facts" / name).read_text(encoding="utf-8") == text
     lines = [json.dumps(c, ensure_ascii=False, sort_keys=True) for c in cases]
     assert (root / "datasets/refunds/cases.jsonl").read_text(encoding="utf-8").splitlines() == lines
 
@@ -392,7 +396,7 @@ def test_the_suite_maps_claims_through_the_jsonl_loader(root):
     cases = list(iter_cases(suite.dataset))
     assert len(cases) == 384 and all(c.claims for c in cases)
     assert {c.split for c in cases} == {"calibration", "test"}
-    assert [e.name for e in suite.verifiers] == ["rouge", "bleu", "anchors", "graph"]
+    assert [e.id for e in suite.verifiers] == ["rouge", "bleu", "anchors", "graph", "graph-prose"]
 
 
 def test_switching_the_connection_is_configuration_only(tmp_path, facts_dir):
@@ -439,11 +443,11 @@ def test_bad_values_are_rejected_claims_and_never_fail_the_batch():
 
     base = {"claim_type": "refund_amount", "subject_id": "A-1", "evidence": "x"}
     accepted, rejected = gate1([{**base, "value": float("nan")}, {**base, "value": float("inf")},
-                                {**base, "value": "1.2.3"}, {**base, "value": "1.299,00 EUR"}])
+                                {**base, "value": "1.2.3"}, {**base, "value": "1.299,00 EUR"}], PACK)
     assert [r.index for r in rejected] == [0, 1, 2] and len(accepted) == 1
     assert accepted[0][1].normalised == "129900"
     assert normalise("money", "12,5 EUR") == "1250" and normalise("money", "1,299") == "129900"
-    assert gate1([])[1][0].reason.startswith("no claims")
+    assert gate1([], PACK)[1][0].reason.startswith("no claims")
 
 
 def test_a_broken_graph_fails_only_the_cases_that_needed_it(tmp_path):

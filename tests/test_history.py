@@ -25,7 +25,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, root):
     """Three runs a day apart, of one suite: over the whole demo set, over its first 100 cases (other
-    data: the dataset hash does not cover --limit), and the whole set again after rouge's config changed."""
+    data: another dataset hash and number of cases), and the whole set again after rouge's config changed."""
     folder = tmp_path_factory.mktemp("history")
     suite = suite_file(folder, root)
     full, short = make_run(folder / "full", suite), make_run(folder / "short", suite, limit=100)

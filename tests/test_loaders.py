@@ -437,6 +437,26 @@ def test_globbed_data_files_are_hashed(tmp_path):
                                                                                           str(tmp_path / "y/p2.jsonl")]}))
 
 
+def test_the_dataset_hash_covers_the_selection_of_cases(tmp_path, root):
+    """A --limit run, or another sample, is not the same data as the whole file: compare, gate and resume
+    must be able to tell. A dataset read whole hashes as it did before the selection was covered."""
+    from verifybench.loaders import dataset_hash
+    from verifybench.suite import load_suite
+
+    f = write(tmp_path / "c.jsonl", "\n".join(row(i) for i in range(20)) + "\n")
+    whole = dataset_hash(spec(loader="jsonl", path=str(f)))
+    hashes = {whole, dataset_hash(spec(loader="jsonl", path=str(f), limit=10)),
+              dataset_hash(spec(loader="jsonl", path=str(f), limit=11)),
+              dataset_hash(spec(loader="jsonl", path=str(f), sample=10)),
+              dataset_hash(spec(loader="jsonl", path=str(f), sample=10, seed=1))}
+    assert len(hashes) == 5
+    assert dataset_hash(spec(loader="jsonl", path=str(f), seed=7)) == whole  # a seed without a sample selects nothing
+    # The committed demo baseline was recorded over the whole demo set: its hash is unchanged.
+    recorded = json.loads((root / "metrics/demo.json").read_text())["dataset_hash"]
+    assert dataset_hash(load_suite(root / "evals/demo.yaml").dataset) == recorded
+    assert dataset_hash(load_suite(root / "evals/demo.yaml", limit=100).dataset) != recorded
+
+
 def test_an_unknown_loader_path_is_a_suite_error():
     from verifybench.errors import SuiteError
 

@@ -117,6 +117,17 @@ def test_select_threshold_rules():
     assert select_threshold(threshold_curve([0, 1], [0.9, 0.1]), Target("precision", 0.9)) is None
 
 
+def test_precision_target_adds_no_false_alarm_that_buys_no_recall():
+    # Thresholds 0.9 ... 0.6 all keep precision >= 0.5; below 0.8 only faithful cases are added, so
+    # 0.8 gives the most recall at that precision and 0.7 / 0.6 would only add false alarms.
+    y = np.array([1, 1, 0, 0, 0, 0], bool)
+    s = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    c = threshold_curve(y, s)
+    i = select_threshold(c, Target("precision", 0.5))
+    assert c.thresholds[i] == pytest.approx(0.8)
+    assert (c.tp[i], c.fp[i]) == (2, 0)
+
+
 def test_balanced_accuracy_and_youden_pick_the_same_separating_threshold():
     # Weak scores: max F1 flags everything (the lowest threshold), balanced accuracy does not.
     y = np.array([1, 0, 0, 0, 1, 0, 1, 0, 1, 1], bool)

@@ -170,3 +170,19 @@ def test_one_meaning_per_name():
         import verifybench.verifiers.decision.policy  # noqa: F401
     with pytest.raises(ImportError):
         import verifybench.verifiers.judge.backends  # noqa: F401
+
+
+def test_a_path_option_hashes_by_name_and_content_not_by_where_it_lies(tmp_path):
+    from verifybench.verifiers import build
+
+    def judge_with_templates(folder, text):
+        (folder / "templates").mkdir(parents=True)
+        (folder / "templates" / "qa.j2").write_text(text, encoding="utf-8")
+        return build("judge", templates_dir=str(folder / "templates"))
+
+    here = judge_with_templates(tmp_path / "checkout-a", "Is {{ response }} supported?")
+    there = judge_with_templates(tmp_path / "elsewhere" / "checkout-b", "Is {{ response }} supported?")
+    assert here.config["templates_dir"] != there.config["templates_dir"]  # the manifest keeps the path
+    assert here.config_hash == there.config_hash
+    edited = judge_with_templates(tmp_path / "checkout-c", "Is {{ response }} faithful?")
+    assert edited.config_hash != here.config_hash

@@ -15,6 +15,14 @@ CoA without a required test), `above_threshold` (the CoA's measured value is ove
 stated in another unit), `wrong_lot` (no CoA for this lot, while a sibling lot of the same ingredient
 has a clean one).
 
+Standards come in editions: every excerpt carries `standard_id`, `edition` and `effective_date` in its
+metadata and numbers its requirement lines with clause ids ("4.3.1 Prohibited processing aids: ...").
+Ingredients under the V-Label criteria also have the superseded 2021 edition (effective 2021-03-01: a
+contamination limit five times looser, one prohibited aid fewer) beside the 2024 one (effective
+2024-07-01), and one more lot each whose reading sits between the two limits (`between_limits`): a
+compliance claim about it is faithful at an audit on 2023-05-01 and hallucinated (`superseded_edition`)
+at one on 2025-06-01. Every case has its `meta.audit_date` (2025-06-01 unless it says otherwise).
+
 Cases (`cases.jsonl`): a question about one lot and an answer. A compliance claim about an `ok` lot and
 a correct rejection of a bad lot are faithful; a compliance claim about a bad lot is hallucinated
 (`meta.error_type` = the lot's state), and so is a rejection of an `ok` lot (`false_rejection`). Each
@@ -104,6 +112,12 @@ LABS = ["Eurofins Hamburg", "SGS Fresenius", "Intertek Food Services", "ALS Czec
 SUPPLIERS = ["Carotech Ingredients", "NovaColor BV", "Verdant Nutrition", "Sweetfield Refining", "Orchard Juices SA",
              "Lipid Solutions GmbH", "PowderTech Ltd", "CapsuLab Inc."]
 STANDARDS = ["V-Label criteria v2024", "ISO 23662:2021 section 5", "Vegan Society trademark standard"]
+# standard name -> (standard id, edition, effective date, clause section the ingredient excerpts sit in)
+EDITIONS = {"V-Label criteria v2024": ("V-LABEL", "2024", "2024-07-01", 4),
+            "ISO 23662:2021 section 5": ("ISO-23662", "2021", "2021-06-01", 5),
+            "Vegan Society trademark standard": ("VEGAN-SOCIETY-TM", "2023", "2023-01-01", 3)}
+OLD_VLABEL = ("V-Label criteria v2021", "2021", "2021-03-01", 2)  # superseded by V-Label 2024
+AUDIT_DATE, EARLY_AUDIT = "2025-06-01", "2023-05-01"  # the usual audit date, and one before V-Label 2024
 
 
 def _lot(rng: random.Random, used: set[str]) -> str:
@@ -113,18 +127,27 @@ def _lot(rng: random.Random, used: set[str]) -> str:
     return lot
 
 
-def standard_doc(name: str, code: str, family: str, rng: random.Random) -> dict:
-    aids, carriers, tests, analyte, limit, *_ = FAMILIES[family]
+def standard_doc(name: str, code: str, family: str, rng: random.Random, k: int = 0) -> dict:
     std = rng.choice(STANDARDS)
+    return _standard_text(name, code, family, std, *EDITIONS[std], k)
+
+
+def _standard_text(name: str, code: str, family: str, std: str, standard_id: str, edition: str, effective: str,
+                   section: int, k: int, old: bool = False) -> dict:
+    aids, carriers, tests, analyte, limit, *_ = FAMILIES[family]
+    if old:  # the superseded edition: one prohibited aid fewer, a limit five times looser
+        aids, limit = aids[:-1] or aids, limit * 5
     carrier_line = ("Permitted carriers: none (the ingredient is supplied without a carrier)." if carriers == ["none"]
                     else f"Permitted carriers: {', '.join(carriers)}.")
-    text = (f"{std}. Requirements for {name} (ingredient code {code}).\n"
-            f"Prohibited processing aids: {', '.join(aids)}.\n"
-            f"{carrier_line}\n"
-            f"Required laboratory tests (reported on the certificate of analysis, CoA): {', '.join(tests)}.\n"
-            f"Maximum {analyte}: {limit:g} mg/kg.")
-    return {"id": f"STD-{code}", "doc_type": "standard", "text": text,
-            "metadata": {"ingredient": name, "ingredient_code": code, "standard": std}}
+    c = f"{section}.{k + 1}"
+    text = (f"{std}. {c} Requirements for {name} (ingredient code {code}).\n"
+            f"{c}.1 Prohibited processing aids: {', '.join(aids)}.\n"
+            f"{c}.2 {carrier_line}\n"
+            f"{c}.3 Required laboratory tests (reported on the certificate of analysis, CoA): {', '.join(tests)}.\n"
+            f"{c}.4 Maximum {analyte}: {limit:g} mg/kg.")
+    return {"id": f"STD-{code}-{edition}" if old else f"STD-{code}", "doc_type": "standard", "text": text,
+            "metadata": {"ingredient": name, "ingredient_code": code, "standard": std, "standard_id": standard_id,
+                         "edition": edition, "effective_date": effective}}
 
 
 INTROS = [
@@ -243,7 +266,7 @@ def build(rng: random.Random, lots_per_ingredient: int = 3, ingredients=INGREDIE
     for k, (name, code, form, family) in enumerate(ingredients):
         _, _, tests, analyte, limit, _, bad, _ = FAMILIES[family]
         supplier = rng.choice(SUPPLIERS)
-        docs.append(standard_doc(name, code, family, rng))
+        docs.append(standard_doc(name, code, family, rng, k))
         lots = [_lot(rng, used) for _ in range(lots_per_ingredient)]
         # The first lot of every ingredient is clean (so `wrong_lot` has a sibling CoA); the seed's case is
         # beta-carotene with a pork-gelatin carrier.
@@ -277,13 +300,56 @@ def build(rng: random.Random, lots_per_ingredient: int = 3, ingredients=INGREDIE
                     "response": template.format(**fill), "label": label,
                     "source_ids": sources_ids,
                     "meta": {"ingredient": name, "ingredient_code": code, "lot_id": lot, "lot_state": state,
-                             "error_type": error_type, "claims_compliant": template in YES},
+                             "error_type": error_type, "claims_compliant": template in YES,
+                             "audit_date": AUDIT_DATE},
                 })
+    editions(docs, out_cases, used, ingredients, cases)
     by_id = {d["id"]: d for d in docs}
     for case in out_cases:
         case["sources"] = [{"id": i, "text": by_id[i]["text"], "metadata": {"doc_type": by_id[i]["doc_type"]}}
                            for i in case.pop("source_ids") if i in by_id]
     return docs, out_cases
+
+
+def editions(docs: list[dict], out_cases: list[dict], used: set[str], ingredients, cases: bool) -> None:
+    """The superseded V-Label 2021 excerpts, and per V-Label ingredient one lot between the two editions'
+    limits with its cases at two audit dates. A generator of its own, so the rest of the set is unchanged."""
+    rng = random.Random(SEED + 2021)
+    for k, (name, code, form, family) in enumerate(ingredients):
+        current = next(d for d in docs if d["id"] == f"STD-{code}")
+        if current["metadata"]["standard_id"] != "V-LABEL":
+            continue
+        std, edition, effective, section = OLD_VLABEL
+        docs.append(_standard_text(name, code, family, std, "V-LABEL", edition, effective, section, k, old=True))
+        _, _, tests, analyte, limit, _, _, good = FAMILIES[family]
+        lot, material = _lot(rng, used), rng.choice(good)
+        carrier, aids = _declared(family, material)
+        reading = round(limit * rng.uniform(1.5, 4.0), 4)  # over the 2024 limit, under the 2021 one (5x)
+        lines = [f"- {t}: {reading:g} mg/kg (limit {limit * 5:g} mg/kg)" if t.lower().startswith(analyte.lower())
+                 else f"- {t}: not detected (< 0.5 mg/kg)" if "ELISA" in t else f"- {t}: conforms to specification"
+                 for t in tests]
+        supplier = rng.choice(SUPPLIERS)
+        docs.append(tds_doc(name, code, form, lot, material, family, supplier))
+        docs.append({"id": f"COA-{lot}", "doc_type": "CoA", "metadata": {"ingredient": name, "ingredient_code": code,
+                                                                        "lot_id": lot},
+                     "text": (f"Certificate of analysis (CoA). {name}, ingredient code {code}, lot {lot}. Issued by "
+                              f"{rng.choice(LABS)}.\nCarrier: {carrier}.\nProcessing aids: {aids}.\nResults:\n"
+                              + "\n".join(lines) + "\nThe lot was released by quality assurance.")})
+        if not cases:
+            continue
+        fill = {"name": name, "Name": name[0].upper() + name[1:], "code": code, "lot": lot, "analyte": analyte,
+                "limit": limit, "material": _material_phrase(family, material), "bad": ""}
+        split = "calibration" if k % 2 == 0 else "test"
+        for j, (template, date, label, error_type) in enumerate((
+                (YES[0], EARLY_AUDIT, False, "none"), (YES[0], AUDIT_DATE, True, "superseded_edition"),
+                (NO["above_threshold"], AUDIT_DATE, False, "none"))):
+            out_cases.append({
+                "id": f"{code}-{lot}-{j}", "doc_type": "vegan_audit", "split": split,
+                "question": rng.choice(QUESTIONS).format(**fill), "response": template.format(**fill), "label": label,
+                "source_ids": [f"MKT-{code}", f"STD-{code}", f"TDS-{lot}", f"COA-{lot}"],
+                "meta": {"ingredient": name, "ingredient_code": code, "lot_id": lot, "lot_state": "between_limits",
+                         "error_type": error_type, "claims_compliant": template in YES, "audit_date": date},
+            })
 
 
 def scaled_corpus(n_docs: int, rng: random.Random) -> list[dict]:

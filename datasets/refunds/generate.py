@@ -1,7 +1,8 @@
 """Write the refund dataset: the facts of the refund knowledge graph, the written policy, and labeled
 answers with structured claims. Seeded: every run writes the same bytes.
 
-    python datasets/refunds/generate.py        # rewrites facts/*.csv, policy.md and cases.jsonl here
+    python datasets/refunds/generate.py        # rewrites policy.md and cases.jsonl here, and the facts of
+                                               # the bundled refund pack (src/verifybench/verifiers/graph/packs/refunds/facts)
 
 Each case is one customer question about one order, a natural-language answer, and the structured
 claims behind that answer (`claims`: {claim_type, subject_id, value, evidence}). Its sources are the
@@ -35,6 +36,8 @@ from pathlib import Path
 SEED = 20261130
 PER_TYPE = 24  # hallucinated cases per error type; as many faithful cases as hallucinated ones in all
 HERE = Path(__file__).resolve().parent
+# The refund pack ships with the package (so a wheel install has its facts): its facts are written there.
+PACK_FACTS = HERE.parents[1] / "src" / "verifybench" / "verifiers" / "graph" / "packs" / "refunds" / "facts"
 ERROR_TYPES = ("wrong_tier", "wrong_method", "eligibility_flipped", "amount_digits_swapped", "unknown_order",
                "final_sale_ignored", "window_off_by_one", "retroactive_bereavement")
 
@@ -268,14 +271,14 @@ def generate() -> tuple[dict[str, str], str, list[dict]]:
 
 def main() -> None:
     facts, policy, cases = generate()
-    (HERE / "facts").mkdir(exist_ok=True)
+    PACK_FACTS.mkdir(parents=True, exist_ok=True)
     for name, text in facts.items():
-        (HERE / "facts" / name).write_text(text, encoding="utf-8")
+        (PACK_FACTS / name).write_text(text, encoding="utf-8")
     (HERE / "policy.md").write_text(policy, encoding="utf-8")
     with (HERE / "cases.jsonl").open("w", encoding="utf-8") as f:
         for case in cases:
             f.write(json.dumps(case, ensure_ascii=False, sort_keys=True) + "\n")
-    print(f"wrote {len(cases)} cases, {facts['orders.csv'].count(chr(10)) - 1} orders to {HERE}")
+    print(f"wrote {len(cases)} cases to {HERE}, {facts['orders.csv'].count(chr(10)) - 1} orders to {PACK_FACTS}")
 
 
 if __name__ == "__main__":

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 
-from verifybench import report as report_mod
+from verifybench import localization, report as report_mod
+from verifybench.cases import Case, Source, Verdict
 from verifybench.compare import compare_pair, pairs
-from verifybench.errors import VerifybenchError
+from verifybench.errors import SuiteError, VerifybenchError
+from verifybench.loaders.fields import FieldSpec
 from verifybench.executors import Executor, make_executor
 from verifybench.loaders import available_loaders, describe_loader, get_loader
 from verifybench.metrics import Settings, compute_metrics, evaluate, frame
 from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.summary import OVERALL, meta_fields, shortcuts
 from verifybench.policy import load_policy, policy_from_metrics, save_policy
+from verifybench.results import Run
 from verifybench.rundir import (
     COMPLETE, METRICS, MANIFEST, REPORT, SCORED, hold, read_case_frame, read_cases_at, read_errors, read_json,
     read_verdict_frame, read_verdicts_at, write_json,
@@ -25,7 +29,7 @@ from verifybench.runcheck import require_complete, require_one_verdict_each
 from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
 from verifybench.tables import release_memory
-from verifybench.verifiers import available, get_verifier_class
+from verifybench.verifiers import Verifier, available, build, get_verifier_class
 
 DEFAULT_SUITE = Path("evals/demo.yaml")
 POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results
@@ -35,15 +39,18 @@ def _executor(executor: str | Executor, address: str | None, pools: dict[str, in
     return make_executor(executor, address, pools) if isinstance(executor, str) else executor
 
 
-def run(suite: str | Path | Suite = DEFAULT_SUITE, out: str | Path | None = None, limit: int | None = None,
+def run(suite: str | Path | Suite | None = None, out: str | Path | None = None, limit: int | None = None,
         data_dir: str | Path | None = None, progress: bool = True, policy: str | Path | None = None,
         executor: str | Executor = "local", address: str | None = None,
-        pools: dict[str, int] | None = None) -> RunResult:
-    """Run a suite into a new run directory, then write metrics.json and report.html there.
+        pools: dict[str, int] | None = None, *, cases: Any = None, fields: dict[str, Any] | None = None,
+        verifiers: Any = None, metrics: dict[str, Any] | None = None, name: str | None = None,
+        on_error: str | None = None, batch_size: int | None = None) -> Run:
+    """Run a suite, or cases given in Python, into a new run directory; write metrics.json and
+    report.html there; return the run as a `Run` (its cases, verdicts and metrics as DataFrames).
 
     Args:
-        suite: a suite file or a parsed `Suite`.
-        out: the run directory (default: reports/<suite>-<time>).
+        suite: a suite file or a parsed `Suite` (default: evals/demo.yaml). Not with `cases`.
+        out: the run directory (default: reports/<suite or name>-<time>).
         limit: score only the first N cases.
         data_dir: where ${VERIFYBENCH_DATA} points.
         progress: show progress bars.
@@ -51,34 +58,93 @@ def run(suite: str | Path | Suite = DEFAULT_SUITE, out: str | Path | None = None
         executor: where batches are scored: "local", "ray", or an executor object.
         address: with "ray", an existing cluster's address (default: a local Ray instance).
         pools: with "ray", the most actors per verifier id (bounds a remote judge's load cluster-wide).
+        cases: the data, in memory: a pandas DataFrame, a list of dicts, a list of `Case`, or a Hugging Face
+            `datasets.Dataset`. It is written into the run directory (dataset.jsonl, with a suite.yaml
+            pointing at it), so the dataset hash covers it and the run resumes without it
+            (see `verifybench.inline`).
+        fields: with `cases` (records): the mapping of record fields onto a `Case`, as a suite's
+            `dataset.fields` (e.g. {"response": "answer", "sources": "context", "label": "is_bad"}).
+        verifiers: with `cases`: names, {name: options} mappings, or `Verifier` objects.
+        metrics: with `cases`: a suite's `metrics:` block (by, thresholds, bootstrap, seed, ...).
+        name: with `cases`: the run's suite and dataset name (default "cases").
+        on_error: with `cases`: "raise" (default) or "skip" bad records, as a suite's `dataset.on_error`.
+        batch_size: with `cases`: cases per batch (default 64).
     """
     if policy is not None:
         load_policy(policy)  # refuse a bad policy before spending time on the run
+    given = {"fields": fields, "verifiers": verifiers, "metrics": metrics, "name": name, "on_error": on_error,
+             "batch_size": batch_size}
+    if cases is not None:
+        from verifybench.inline import DEFAULT_NAME, InlineRun
+
+        if suite is not None:
+            raise VerifybenchError("give a suite or cases=, not both")
+        plan = InlineRun(cases, limit=limit, **given)  # every argument checked before a file is written
+        executor = _executor(executor, address, pools)
+        run_dir = Path(out) if out else default_run_dir(name or DEFAULT_NAME)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with hold(run_dir):
+            suite, built = plan.write(run_dir)
+            return _run(suite, run_dir, progress, executor, policy, built)
+    if extra := [k for k, v in given.items() if v is not None]:
+        raise VerifybenchError(f"{', '.join(extra)}: given with cases= only; a suite file sets these itself")
+    if suite is not None and not isinstance(suite, (str, Path, Suite)):
+        raise VerifybenchError(f"suite: expected a suite file or a Suite, got {type(suite).__name__}; "
+                               "pass data in memory as cases=")
     executor = _executor(executor, address, pools)
     if not isinstance(suite, Suite):
-        suite = load_suite(suite, data_dir=data_dir, limit=limit)
+        suite = load_suite(suite or DEFAULT_SUITE, data_dir=data_dir, limit=limit)
     run_dir = Path(out) if out else default_run_dir(suite)
     run_dir.mkdir(parents=True, exist_ok=True)
+    return _run(suite, run_dir, progress, executor, policy)
+
+
+def _run(suite: Suite, run_dir: Path, progress: bool, executor: Executor, policy: str | Path | None,
+         verifiers: list[Verifier] | None = None) -> Run:
     with hold(run_dir):  # one writer from the first verdict to the report
-        result = Runner(suite, run_dir, progress=progress, executor=executor).run()
+        result = Runner(suite, run_dir, progress=progress, executor=executor, verifiers=verifiers).run()
         if policy is not None:
             shutil.copyfile(policy, run_dir / POLICY)
         finish(run_dir)
-    return result
+    return Run(run_dir, result)
 
 
 def resume(run_dir: str | Path, data_dir: str | Path | None = None, progress: bool = True,
            executor: str | Executor = "local", address: str | None = None,
-           pools: dict[str, int] | None = None) -> RunResult:
+           pools: dict[str, int] | None = None, verifiers: list[Verifier] | None = None) -> Run:
     """Finish an interrupted run: score only the (verifier, case) pairs without a verdict, on any
-    executor (a run started on Ray can be finished locally, and the other way round)."""
+    executor (a run started on Ray can be finished locally, and the other way round).
+
+    A run over cases given in Python resumes from the copy in its directory. `verifiers`: verifier objects
+    to use for the run's verifiers of the same ids (the others are rebuilt from the suite), for a class
+    the suite cannot import (one defined in a notebook); their configurations must match the run's."""
     run_dir = Path(run_dir)
     executor = _executor(executor, address, pools)
     suite = resume_suite(run_dir, data_dir)
+    if verifiers is not None:
+        given = {v.id: v for v in verifiers}
+        if unknown := sorted(set(given) - {e.id for e in suite.verifiers}):
+            raise VerifybenchError(f"verifiers: {', '.join(unknown)} not in this run (its verifiers: "
+                                   f"{', '.join(e.id for e in suite.verifiers)})")
+        verifiers = [given.get(e.id) or build(e.name, e.id, **e.options) for e in suite.verifiers]
     with hold(run_dir):
-        result = Runner(suite, run_dir, resume=True, progress=progress, executor=executor).run()
+        try:
+            runner = Runner(suite, run_dir, resume=True, progress=progress, executor=executor, verifiers=verifiers)
+        except SuiteError as e:
+            if verifiers is not None or "cannot be imported" not in str(e):
+                raise
+            # A Verifier object of a class defined in a notebook or script: only that session has it.
+            raise SuiteError(f"{e}. Resume this run from the Python session that has the class, with "
+                             f"verifybench.resume({str(run_dir)!r}, verifiers=[...the run's verifier objects...]); "
+                             f"if every verdict is written, `verifybench report {run_dir}` finishes it") from None
+        result = runner.run()
         finish(run_dir, data_dir)
-    return result
+    return Run(run_dir, result)
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Open an existing run directory as a `Run`: its cases, verdicts and metrics as DataFrames."""
+    return Run(run_dir)
 
 
 def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settings:
@@ -86,6 +152,7 @@ def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settin
     s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), where=manifest["suite"].get("path") or "<suite>",
                             **overrides)
     s.probabilistic = {v["id"] for v in manifest["verifiers"] if v.get("probabilistic")}
+    s.binary = {v["id"] for v in manifest["verifiers"] if v.get("binary")}
     if (run_dir / POLICY).exists() and "policy" not in overrides:
         s.by, s.policy = load_policy(run_dir / POLICY)
     return s
@@ -139,6 +206,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
     release_memory()
     metrics = compute_metrics(cases, None, s, scored=f)
+    localization.add_metrics(metrics, run_dir, s)  # spans and minimal pairs
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
@@ -160,11 +228,40 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)
+    for vid, said in verifier_notes(manifest, cases["id"]).items():
+        if vid in metrics["verifiers"]:
+            metrics["verifiers"][vid]["notes"] = said
+        notes += [f"{vid}: {n}" for n in said]
     for picks_ in worst.values():
         for p in picks_:
             p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
     write_json(run_dir / METRICS, metrics)
     return report_mod.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
+
+
+def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[str, list[str]]:
+    """What verifiers have to say about a run as a whole, once all its cases are known (a predictions
+    file's ids that match no case): from each verifier class that has `run_notes(case_ids)`, rebuilt
+    from the manifest's config. A verifier that cannot be rebuilt here says so instead."""
+    out: dict[str, list[str]] = {}
+    ids: set[str] | None = None  # a set of a million ids only when some verifier asks for it
+    for v in manifest["verifiers"]:
+        try:
+            cls = get_verifier_class(v["name"])
+        except VerifybenchError:
+            continue
+        if not callable(getattr(cls, "run_notes", None)):
+            continue
+        options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
+        try:
+            if ids is None:
+                ids = set(case_ids)
+            said = cls(id=v["id"], **options).run_notes(ids)
+        except Exception as e:  # noqa: BLE001 - a note that cannot be made must not lose the report
+            said = [f"could not be checked after the run ({type(e).__name__}: {e})"]
+        if said:
+            out[v["id"]] = list(said)
+    return out
 
 
 def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", min_per_class: int | None = None,
@@ -402,5 +499,9 @@ def components() -> dict[str, dict[str, str]]:
     return {"loaders": loaders, "verifiers": verifiers}
 
 
-__all__ = ["OVERALL", "check_mlflow", "compare", "components", "describe_suite", "finish", "history", "log_to_mlflow",
-           "resume", "run", "thresholds"]
+# The public surface: every CLI command's function (run, finish = report, describe_suite = describe,
+# thresholds, compare, baseline, gate, log_to_mlflow = log, history, components = list), the Python-only
+# calls, and the types they take and return.
+__all__ = ["DEFAULT_SUITE", "OVERALL", "Case", "FieldSpec", "Run", "Source", "Verdict", "Verifier", "VerifybenchError",
+           "baseline", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
+           "load_run", "log_to_mlflow", "resume", "run", "thresholds"]

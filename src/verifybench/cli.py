@@ -115,10 +115,62 @@ def run(
         _fail(e)
     for note in result.notes:
         _note(note)
+    _print_summary(result)
     console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
                   f"{result.load_errors} input records skipped", highlight=False, markup=False)
-    print(result.run_dir / "report.html")
+    print(result.report_path)  # the last line on stdout: scripts and CI read the report's path from it
     _track(result.run_dir, mlflow)
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}" if x >= 1 else f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"
+
+
+def _print_summary(run: api.Run) -> None:
+    """Per verifier, as promptfoo and inspect end a run: AUROC with its interval, the threshold and where it
+    came from, the test split's precision / recall / F1 at it, latency, errors. Data values (ids, sources)
+    are shown as text, never read as markup."""
+    from verifybench.results import summary_rows
+
+    try:
+        rows = summary_rows(run.metrics_json)
+    except VerifybenchError as e:
+        _note(f"no summary: {e}")
+        return
+    table = Table(title="verifiers: AUROC over all cases; precision / recall / F1 on the test split at the threshold")
+    table.add_column("verifier")
+    table.add_column("AUROC [95% CI]", no_wrap=True)
+    table.add_column("threshold (source)")
+    for head in ("test P / R / F1", "p50 / p95 ms", "errors"):
+        table.add_column(head, no_wrap=True, justify="right")
+    notes: list[str] = []
+    for r in rows:
+        vid = r["verifier"]
+        auroc = "-" if r["auroc"] is None else f"{r['auroc']:.3f}" + (
+            f" [{r['auroc_ci_low']:.2f}, {r['auroc_ci_high']:.2f}]" if r["auroc_ci_low"] is not None else "")
+        if r["threshold"] is None:
+            threshold = "none"
+            notes.append(f"{vid}: no threshold: {r['threshold_warning']}")
+            prf = "-"
+        else:
+            threshold = f"{r['threshold']:.4g} ({r['threshold_source']})"
+            prf = " / ".join("-" if r[k] is None else f"{r[k]:.2f}" for k in ("test_precision", "test_recall", "test_f1"))
+        if r["threshold_degenerate"]:
+            threshold += " DEGENERATE"
+            notes.append(f"{vid}: the threshold {r['threshold_degenerate']}: its precision, recall and F1 restate "
+                         "the class balance")
+        latency = " / ".join(_ms(r[k]) for k in ("p50_ms", "p95_ms"))
+        if r["latency_basis"] not in (None, "case"):
+            latency += " *"
+            notes.append(f"{vid}: latency basis {r['latency_basis']} (not each case's own time)")
+        errors = str(r["errors"] or 0) + (f" of {r['cases']}" if r["errors"] else "")
+        table.add_row(Text(vid), auroc, Text(threshold), prf, latency, errors)
+    out = console if console.is_terminal else Console(width=max(console.width, 120))  # a CI log is not 80 wide
+    out.print(table)
+    for n in notes:
+        console.print(Text(f"* {n}"), highlight=False, soft_wrap=True)
 
 
 @app.command()

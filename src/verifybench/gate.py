@@ -250,8 +250,11 @@ def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None
                         f"(scope {baseline['suite_scope_hash'][:12]}), run from {current['suite']!r} "
                         f"(scope {current['suite_scope_hash'][:12]}); the dataset or metrics block changed")
     if baseline.get("dataset_hash") != current["dataset_hash"]:
-        refusals.append(f"different data: dataset {str(baseline.get('dataset_hash'))[:12]} in the baseline, "
-                        f"{current['dataset_hash'][:12]} in the run")
+        # The dataset hash covers the selection (limit, sample) too: name which kind of change it is.
+        what = "different cases" if baseline.get("cases_hash") != current["cases_hash"] else "different data"
+        refusals.append(f"{what}: dataset {str(baseline.get('dataset_hash'))[:12]} in the baseline, "
+                        f"{current['dataset_hash'][:12]} in the run (other files, or another selection of them: "
+                        "limit or sample)")
     elif baseline.get("cases_hash") != current["cases_hash"]:
         refusals.append("different cases: the same files, but another selection of cases (limit or sample?)")
     if refusals:

@@ -1,8 +1,8 @@
 """Run history without a tracker: one metric per verifier over run directories in time order, as one
 self-contained HTML page (the chart is an SVG inside an <img>, no script, nothing fetched) or a PNG.
 
-Runs over different data (another content hash, or another number of cases: the dataset hash does not
-cover `--limit`) are never joined by one line: each (verifier, dataset) pair is its own line,
+Runs over different data (another content hash, which covers `--limit` and `sample` too, or another
+number of cases, for runs recorded before it did) are never joined by one line: each (verifier, dataset) pair is its own line,
 drawn in the verifier's colour with the dataset's marker and dash, and a dotted rule marks where the
 dataset changed between two consecutive runs. A trend across a changed dataset would mix two
 questions (did the verifier change, or the cases?), so the page shows both but never connects them.

@@ -4,7 +4,7 @@
 manifest.json   suite, dataset hash and counts, verifier configs and hashes, package versions, status
                 (running -> scored -> complete, or failed with the reason)
 writer.lock     while a process writes the run: its pid, host and command (see `RunLock`)
-cases.jsonl     one line per case: id, dataset, doc_type, split, label, meta and a clipped text
+cases.jsonl     one line per case: id, dataset, doc_type, split, label, meta, a clipped text and gold spans
 results.jsonl   one Verdict per line, appended as batches finish (never rewritten)
 errors.jsonl    skipped input records and failed verdicts, one per line
 cues.jsonl      surface cues per case for the shortcut check (computed after the run, written whole)
@@ -58,7 +58,7 @@ class RunDirError(VerifybenchError):
 
 
 def case_index_row(case: Case) -> dict[str, Any]:
-    return {
+    row = {
         "id": case.id,
         "dataset": case.dataset,
         "doc_type": case.doc_type,
@@ -68,6 +68,9 @@ def case_index_row(case: Case) -> dict[str, Any]:
         "question": (case.question or "")[:TEXT_CLIP] or None,
         "response": case.response[:TEXT_CLIP],
     }
+    if case.spans is not None:  # gold hallucinated spans, as [start, end) pairs: the span metrics' truth
+        row["spans"] = [[s.start, s.end] for s in case.spans]
+    return row
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -157,13 +157,15 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
     return out
 
 
-def default_run_dir(suite: Suite, root: Path = Path("reports")) -> Path:
+def default_run_dir(suite: Suite | str, root: Path = Path("reports")) -> Path:
+    """reports/<suite name>-<time> (a suite, or its name), numbered when that folder exists."""
+    name = suite if isinstance(suite, str) else suite.name
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = root / f"{suite.name}-{stamp}"
+    path = root / f"{name}-{stamp}"
     n = 1
     while path.exists():
         n += 1
-        path = root / f"{suite.name}-{stamp}-{n}"
+        path = root / f"{name}-{stamp}-{n}"
     return path
 
 
@@ -222,7 +224,7 @@ class Runner:
                         "options": self.suite.dataset.options, "files_hashed": self._files_hashed, **counts},
             "verifiers": [
                 {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash,
-                 "probabilistic": v.probabilistic}
+                 "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False))}
                 for v in self.verifiers
             ],
             "executor": self._executor_info,
@@ -559,6 +561,14 @@ class _CueColumns:
 
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:
     """The suite a run directory was started with, re-resolved so the run can continue."""
-    manifest = read_json(Path(run_dir) / MANIFEST)
+    run_dir = Path(run_dir)
+    manifest = read_json(run_dir / MANIFEST)
     s = manifest["suite"]
-    return parse_suite(s["raw"], Path(s["base_dir"]), data_dir or s.get("data_dir"), s.get("path") or "<suite>")
+    base, path = Path(s["base_dir"]), s.get("path") or "<suite>"
+    kept = run_dir / "suite.yaml"  # verifybench.inline.SUITE
+    inline = (s["raw"].get("dataset") or {}).get("loader") == "records" and Path(path) == base / kept.name
+    if inline and kept.exists() and run_dir.resolve() != base.resolve():
+        # A suite kept in the run directory (a run over cases given in Python) points at data beside it:
+        # read it from where the run directory is now, so a moved or copied run still resumes and reports.
+        base, path = run_dir.resolve(), str(kept)
+    return parse_suite(s["raw"], base, data_dir or s.get("data_dir"), path)

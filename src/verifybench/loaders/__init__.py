@@ -33,6 +33,7 @@ from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
 from verifybench.loaders.fields import FieldSpec, note_label
 from verifybench.loaders.halueval import halueval
+from verifybench.loaders.memory import records
 from verifybench.loaders.summedits import summedits, summedits_files
 from verifybench.loaders.tensortrust import injection_sets, tensortrust
 
@@ -72,6 +73,7 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "tensortrust": tensortrust,
     "injection-sets": injection_sets,
     "attributionbench": attributionbench,
+    "records": records,
 }
 
 
@@ -163,7 +165,8 @@ class BadRecords(DataError):
     def __init__(self, errors: list[RecordError], total: int):
         self.errors = errors
         self.total = total
-        hint = "set on_error: skip in the suite's dataset block to skip bad records"
+        hint = ("set on_error: skip in the suite's dataset block (on_error='skip' in verifybench.run) to skip "
+                "bad records")
         if total == 1:
             super().__init__(f"{errors[0]} ({hint})")
             return
@@ -240,14 +243,20 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
 
 
 def dataset_hash(spec: DatasetSpec) -> str:
-    """sha256 over the loader settings and the bytes of every local file the dataset reads.
+    """sha256 over the loader settings, the selection (`limit`, `sample` and its `seed`) and the bytes of
+    every local file the dataset reads.
 
     Local paths enter only by file name, so the same data hashes the same in any checkout or folder
-    (a CI clone, a colleague's machine); a hub name (hf loader) enters as it is."""
+    (a CI clone, a colleague's machine); a hub name (hf loader) enters as it is. The selection enters
+    only when set, so a dataset read whole hashes as it always has, and a `--limit 100` run is not
+    mistaken for a run over all of it by compare, gate or resume."""
     h = hashlib.sha256()
     files = dataset_files(spec)
     options = {k: v for k, v in spec.options.items() if not _names_local_data(k, v)}
-    h.update(json.dumps({"loader": spec.loader, **options}, sort_keys=True, default=str).encode())
+    selection = {k: v for k, v in (("limit", spec.limit), ("sample", spec.sample)) if v is not None}
+    if spec.sample is not None:
+        selection["seed"] = spec.seed  # the seed picks the sample; without one it changes nothing
+    h.update(json.dumps({"loader": spec.loader, **options, **selection}, sort_keys=True, default=str).encode())
     for file in files:
         h.update(str(file.name).encode())
         with open(file, "rb") as f:
@@ -323,7 +332,7 @@ def _all_local(value: Any) -> bool:
 
 # Built-in loaders declare what they read; the rest of the options are settings.
 for _fn in (generic.jsonl, generic.json, generic.csv, generic.parquet, halueval, bipia, tensortrust,
-            injection_sets, attributionbench):
+            injection_sets, attributionbench, records):
     _fn.files = lambda path, **_: [path]  # type: ignore[attr-defined]
 generic.hf.files = lambda data_files=None, **_: [data_files] if data_files else []  # type: ignore[attr-defined]
 summedits.files = lambda path, **_: summedits_files(path)  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from verifybench.cases import Case, Source, Span
+from verifybench.locate import SpanError, gold_spans
 from verifybench.errors import RecordError
 from verifybench.loaders.readers import Record
 
@@ -69,7 +70,12 @@ class FieldSpec(BaseModel):
     doc_type: str | None = Field(None, description="field holding the document type")
     split: str | None = None
     claims: str | None = None
-    spans: str | None = None
+    spans: str | None = Field(None, description="hallucinated spans: strings located in the response, "
+                              "{start, end} offsets, or one such list per annotator (with spans_merge)")
+    spans_merge: Literal["union", "majority"] | None = Field(
+        None, description="several annotators' spans: characters marked by any (union) or by more than half (majority)")
+    group: str | None = Field(None, description="cases sharing this field's value are a minimal pair (or set): "
+                              "kept on one side of the split, scored by pairwise accuracy")
     meta: list[str] | None = Field(
         None, description="fields copied into Case.meta; default: all unmapped fields, a `meta` object flattened"
     )
@@ -284,6 +290,28 @@ def _sources(value: Any, field: str, list_cells: bool = False) -> list[Source]:
     raise ValueError(f"expected a string or a list, got {type(value).__name__}")
 
 
+def span_field(value: Any, response: str, spec: FieldSpec, loc: Any, meta: dict[str, Any]) -> list[Span] | None:
+    """The gold spans of a record (see `verifybench.locate.gold_spans`); strings that could not be located
+    are counted in `meta` (`spans_not_found`, `spans_ambiguous`), and the case is then left out of the
+    span metrics, since its gold is incomplete."""
+    if value is None:
+        return None
+    try:
+        gold = gold_spans(value, response, spec.spans_merge)
+    except SpanError as e:
+        raise RecordError(loc, str(e), spec.spans) from None
+    note_unlocated(meta, gold)
+    return [Span(start=s, end=e, text=response[s:e]) for s, e in gold.intervals] or None
+
+
+def note_unlocated(meta: dict[str, Any], gold: Any) -> None:
+    """Count, in a case's meta, the gold span strings found nowhere or more than once in its response."""
+    if gold.not_found:
+        meta["spans_not_found"] = gold.not_found
+    if gold.ambiguous:
+        meta["spans_ambiguous"] = gold.ambiguous
+
+
 def record_to_case(
     record: Record, spec: FieldSpec, dataset: str, doc_type: str = "default", list_cells: bool = False
 ) -> Case | RecordError:
@@ -340,7 +368,7 @@ def record_to_case(
                 raise RecordError(loc, str(e), field) from None
 
         mapped = {f for f in (spec.id or "id", spec.response, spec.question, spec.label, spec.doc_type, spec.split,
-                              spec.claims, spec.spans, *source_fields) if f}
+                              spec.claims, spec.spans, spec.group, *source_fields) if f}
         meta_fields = spec.meta if spec.meta is not None else [k for k in data if k not in mapped]
         meta = {k: v for k in meta_fields if (v := get_field(data, k)) is not _MISSING}
         if spec.meta is None and isinstance(meta.get("meta"), dict):
@@ -349,7 +377,9 @@ def record_to_case(
         doc = optional(spec.doc_type)
         split = optional(spec.split)
         question = optional(spec.question)
-        spans = structured(spec.spans)
+        spans = span_field(structured(spec.spans), response, spec, loc, meta)
+        if spec.group and (group := optional(spec.group)) is not None:
+            meta["group"] = group
         return Case(
             id=str(case_id) if case_id is not None else str(loc.index),
             dataset=dataset,
@@ -360,7 +390,7 @@ def record_to_case(
             response=response,
             claims=structured(spec.claims),
             label=label,
-            spans=[Span.model_validate(s) for s in spans] if spans else None,
+            spans=spans,
             meta=meta,
         ).at(loc)
     except RecordError as e:

@@ -4,7 +4,9 @@ The qa, dialogue and summarization files hold one right and one hallucinated out
 same knowledge or document: each row becomes two cases, `<task>-<row>-right` (label False) then
 `<task>-<row>-hallucinated` (label True), sharing `meta.group = row` so a split can keep pairs together.
 `general_data.json` has no source text; its own `ID` field repeats ("ID" appears twice), so case ids
-come from the row number and the original ID is kept in `meta.source_id`.
+come from the row number and the original ID is kept in `meta.source_id`. Its hallucination spans are
+strings, located in the response where they occur exactly once; the others are counted in
+`meta.spans_not_found` / `meta.spans_ambiguous` (and the case is left out of the span metrics).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import DataError, RecordError
-from verifybench.loaders.fields import note_label
+from verifybench.loaders.fields import note_label, note_unlocated
+from verifybench.locate import SpanError, gold_spans
 from verifybench.loaders.generic import CaseStream
 from verifybench.loaders.holdout import hash_split
 from verifybench.loaders.readers import Record, read_jsonl
@@ -43,7 +46,7 @@ def _missing(rec: Record, *fields: str | None) -> RecordError | None:
     return None
 
 
-def _general(rec: Record) -> Case | RecordError:
+def _general(rec: Record, query_as_source: bool = False) -> Case | RecordError:
     if err := _missing(rec, "user_query", "chatgpt_response", "hallucination"):
         return err
     flag = rec.data["hallucination"].strip().lower()
@@ -51,27 +54,29 @@ def _general(rec: Record) -> Case | RecordError:
         return RecordError(rec.loc, f"expected 'yes' or 'no', got {rec.data['hallucination']!r}", "hallucination")
     note_label("hallucination", rec.data["hallucination"], flag == "yes")
     response = rec.data["chatgpt_response"]
-    spans, unmatched = [], 0
-    for text in rec.data.get("hallucination_spans") or []:
-        start = response.find(text)
-        if start < 0:
-            unmatched += 1
-        else:
-            spans.append(Span(start=start, end=start + len(text), text=text))
+    # Span strings are located exactly where they occur once; the others are counted, never guessed.
+    try:
+        gold = gold_spans(rec.data.get("hallucination_spans") or [], response)
+    except SpanError as e:
+        return RecordError(rec.loc, str(e), "hallucination_spans")
+    meta = {"source_id": rec.data.get("ID"), "row": rec.loc.index}
+    note_unlocated(meta, gold)
+    query = rec.data["user_query"]
     return Case(
         id=f"general-{rec.loc.index}",
         dataset="halueval-general",
         doc_type="general",
-        question=rec.data["user_query"],
+        question=query,
+        sources=[Source(id="user_query", text=query)] if query_as_source else [],
         response=response,
         label=flag == "yes",
-        spans=spans or None,
-        meta={"source_id": rec.data.get("ID"), "row": rec.loc.index, "unmatched_spans": unmatched},
+        spans=[Span(start=a, end=b, text=response[a:b]) for a, b in gold.intervals] or None,
+        meta=meta,
     ).at(rec.loc)
 
 
 def halueval(path: str | Path, task: str | None = None, holdout: str | None = None,
-             holdout_fraction: float = 0.3, holdout_seed: int = 0) -> CaseStream:
+             holdout_fraction: float = 0.3, holdout_seed: int = 0, query_as_source: bool = False) -> CaseStream:
     """Cases from one HaluEval file (the files are JSON Lines despite their .json name).
 
     Args:
@@ -83,6 +88,9 @@ def halueval(path: str | Path, task: str | None = None, holdout: str | None = No
             evaluation never sees a knowledge text it was fitted on. Cases get that side as their split.
         holdout_fraction: share of source texts on the test side.
         holdout_seed: the hash's seed.
+        query_as_source: general only: give each case its user query as its one source. The file has no
+            source text, and grounded verifiers refuse a case without one; with this they compare the
+            response with the query, which measures drift from the question, not factual accuracy.
     """
     path = Path(path)
     task = task or _task_of(path)
@@ -97,7 +105,7 @@ def halueval(path: str | Path, task: str | None = None, holdout: str | None = No
             yield rec
             continue
         if task == "general":
-            yield _general(rec)
+            yield _general(rec, query_as_source)
             continue
         source_f, question_f, right_f, halluc_f = PAIR_TASKS[task]
         if err := _missing(rec, source_f, question_f, right_f, halluc_f):

@@ -238,3 +238,33 @@ def paired_bootstrap(y_true, score_a, score_b, threshold_a: float | None = None,
         va, vb = float(pa[m][0]), float(pb[m][0])
         out[m] = {"a": va, "b": vb, "diff": va - vb, "ci": _interval(d, alpha).as_list(), "p_value": float(p)}
     return out
+
+
+# Poisson(1) counts from 16 random bits through a table: numpy's own Poisson sampler costs several times
+# more per draw, and a span metric's bootstrap of a million cases is a billion draws. The table's
+# probabilities are Poisson(1)'s to within 1/65536 (tests/test_spans_metrics.py checks them with scipy).
+_POISSON_LUT: np.ndarray | None = None
+
+
+def _poisson_lut() -> np.ndarray:
+    global _POISSON_LUT
+    if _POISSON_LUT is None:
+        from scipy.stats import poisson
+
+        edges = np.round(poisson.cdf(np.arange(32), 1.0) * 65536)
+        _POISSON_LUT = np.searchsorted(edges, np.arange(65536), side="right").astype(np.float32)
+    return _POISSON_LUT
+
+
+def poisson_weights(k: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """`k` Poisson-bootstrap resamples of `n` cases as float32 case counts (k x n), each count Poisson(1)."""
+    return _poisson_lut()[rng.integers(0, 65536, size=(k, n), dtype=np.uint16)]
+
+
+def resample_weights(y_true, k: int, rng: np.random.Generator) -> np.ndarray:
+    """`k` resamples of the cases as counts (k x n): stratified by class (`stratified_weights`) up to
+    `POISSON_ABOVE` cases, the Poisson bootstrap above (class sizes then vary by about 1/sqrt(n))."""
+    y = np.asarray(y_true, dtype=bool)
+    if len(y) > POISSON_ABOVE:
+        return poisson_weights(k, len(y), rng)
+    return stratified_weights(y, k, rng)

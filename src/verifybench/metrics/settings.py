@@ -108,6 +108,7 @@ class Settings:
     policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
     policy_source: str = "policy"  # what the report says a given threshold came from
     probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
+    binary: set[str] = field(default_factory=set)  # verifiers whose score is a 0/1 decision
     breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
 
     @classmethod

@@ -287,6 +287,9 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
     if key in given or OVERALL in given:
         t.update(value=float(given.get(key, given.get(OVERALL))), kind="given",
                  source=s.policy_source if key in given else f"{s.policy_source} (verifier-wide)")
+    elif verifier in s.binary:
+        # A 0/1 decision is its own threshold: fitting one could only pick "flag everything".
+        t.update(value=1.0, kind="given", source="the verifier's own 0/1 decision (binary)")
     else:
         n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
         if min(n_pos, n_neg) < s.min_per_class:
@@ -342,6 +345,11 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     threshold = threshold_entry["value"]
     out["threshold"] = threshold_entry
     out["curve"] = _curve_table(curve, threshold)
+    if verifier in s.binary:
+        # One operating point: the row of the decision (the other row, flag-everything, is no choice).
+        table = out["curve"]
+        keep = [i for i, t in enumerate(table["threshold"]) if t >= 1.0]
+        out["curve"] = {**table, **{k: [table[k][i] for i in keep] for k in ("threshold", "tp", "fp")}}
     if test_mask.any():
         # What flagging every test case would score: the floor a threshold has to beat.
         n_pos = int(r.label[test_mask].sum())
@@ -391,7 +399,7 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         everything = np.ones(len(r.label), bool)
         split_from = out["split_from"]
         overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from)
-        entry = {"probabilistic": prob, "overall": overall, "slices": {}}
+        entry = {"probabilistic": prob, "binary": vid in s.binary, "overall": overall, "slices": {}}
         for i, key in enumerate(r.slices):
             entry["slices"][key] = slice_metrics(r, r.slice == i, s, vid, key, prob, parent=overall["threshold"],
                                                  split_from=split_from)

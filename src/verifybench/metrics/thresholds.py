@@ -86,7 +86,8 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
 
     - fbeta: the threshold maximising F-beta (the highest one on ties);
     - balanced_accuracy, youden: the threshold maximising (TPR + TNR) / 2, i.e. TPR - FPR (highest on ties);
-    - precision >= p: the lowest threshold that still reaches p (most recall for that precision);
+    - precision >= p: the most recall any threshold reaching p gives, at the highest threshold that
+      gives it (a lower one would only add false alarms);
     - recall >= r: the highest threshold that still reaches r (fewest false alarms for that recall).
     """
     if not len(curve):
@@ -97,7 +98,10 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
         return int(np.argmax(curve.tpr - curve.fpr))
     if target.kind == "precision":
         ok = np.flatnonzero((curve.precision >= target.value) & (curve.tp > 0))
-        return int(ok[-1]) if len(ok) else None
+        if not len(ok):
+            return None
+        # tp never falls as the threshold falls: the first qualifying row with the most tp.
+        return int(ok[np.argmax(curve.tp[ok] == curve.tp[ok[-1]])])
     ok = np.flatnonzero(curve.recall >= target.value)
     return int(ok[0]) if len(ok) else None
 

@@ -65,6 +65,39 @@ def worst_rows(frame: pd.DataFrame, verifier: str, threshold: float | None) -> l
     return [("missed hallucination", int(i)) for i in low] + [("false alarm", int(i)) for i in high]
 
 
+def _get(obj: Any, name: str) -> Any:
+    """A field of a verdict or unit, whether it is a model or a dict (as read back from results.jsonl)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def highlight(response: str, gold: list | None, units: list | None, unit_threshold: float | None) -> dict[str, Any]:
+    """The response cut into segments, each marked when it lies in a gold span and with the numbers of the
+    flagged units covering it (a unit is flagged when its score >= the unit threshold), plus the units
+    numbered from 1 in the verdict's order. Offsets past the (clipped) response are cut to its end."""
+    n = len(response)
+    gold = [(max(0, min(int(a), n)), max(0, min(int(b), n))) for a, b in (gold or [])]
+    listed, flagged = [], []
+    for i, u in enumerate(units or [], 1):
+        start, end, score = _get(u, "start"), _get(u, "end"), _get(u, "score")
+        located = isinstance(start, int) and isinstance(end, int) and end > start
+        flag = bool(located and unit_threshold is not None and score is not None and score >= unit_threshold)
+        listed.append({"n": i, "text": _get(u, "text"), "score": score, "status": _get(u, "status"),
+                       "evidence": _get(u, "evidence"), "located": located, "flagged": flag})
+        if flag:
+            flagged.append((i, min(start, n), min(end, n), score))
+    cuts = sorted({0, n, *(x for g in gold for x in g), *(x for _, a, b, _ in flagged for x in (a, b))})
+    segments = []
+    for a, b in zip(cuts, cuts[1:]):
+        if a == b:
+            continue
+        covering = [(i, sc) for i, ua, ub, sc in flagged if ua <= a and b <= ub]
+        segments.append({"text": response[a:b], "gold": any(ga <= a and b <= gb for ga, gb in gold),
+                         "units": [i for i, _ in covering],
+                         "title": "; ".join(f"unit {i}: score {sc:.3f}" for i, sc in covering),
+                         "ends": [i for i, ua, ub, _ in flagged if ub == b]})
+    return {"segments": segments, "units": listed}
+
+
 def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], worst: dict[str, list[dict]],
            errors: list[dict], notes: list[str] = ()) -> Path:
     """Write `report.html` into the run directory and return its path.
@@ -89,8 +122,12 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
                 slider_id = f"s{n}-{len(keys)}"
                 sliders[slider_id] = {**sm["curve"], "fitted": sm["threshold"]["value"]}
                 keys.append({"id": slider_id, "slice": key})
+        unit_threshold = ((m.get("spans") or {}).get("unit_threshold") or {}).get("value")
+        cases = [{**item, "marked": highlight(item["case"].get("response") or "", item["case"].get("spans"),
+                                              _get(item["verdict"], "units"), unit_threshold)}
+                 for item in worst.get(vid, [])]
         sections.append({"id": vid, "anchor": f"v-{n}", "m": m, "plots": plots, "sliders": keys,
-                         "cases": worst.get(vid, [])})
+                         "cases": cases, "unit_threshold": unit_threshold})
     html = _env().get_template("report.html.j2").render(
         manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes),
         operating=operating_svg(metrics.get("operating_points") or []) if metrics.get("operating_points") else None,

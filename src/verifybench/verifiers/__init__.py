@@ -33,6 +33,8 @@ BUILTIN: dict[str, str] = {
     "decision": "verifybench.verifiers.decision:DecisionVerifier",
     "compliance": "verifybench.verifiers.compliance:ComplianceVerifier",
     "compliance-onestage": "verifybench.verifiers.compliance:OneStageVerifier",
+    "scores": "verifybench.verifiers.scores:ScoresVerifier",
+    "nli": "verifybench.verifiers.nli:NLIVerifier",
 }
 
 

@@ -79,6 +79,39 @@ def scored_options(options: BaseModel) -> dict[str, Any]:
     return options.model_dump(mode="json", exclude=_unhashed(options))
 
 
+# Above this size a file enters a config hash by name and size only: hashing gigabytes of facts at
+# every manifest write would cost more than the check is worth.
+CONTENT_HASH_MAX_BYTES = 256 << 20
+
+
+def _located(value: Any) -> Any:
+    """`value` with every absolute path of an existing file or folder replaced by its name and a
+    content digest (see `Verifier.config_hash`)."""
+    if isinstance(value, dict):
+        return {k: _located(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_located(v) for v in value]
+    if isinstance(value, str) and os.path.isabs(value) and os.path.exists(value):
+        path = Path(value)
+        return {"name": path.name, "content": _content_digest(path)}
+    return value
+
+
+def _content_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\0")
+        size = f.stat().st_size
+        if size > CONTENT_HASH_MAX_BYTES:
+            h.update(f"size={size}".encode())
+            continue
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()
+
+
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -120,8 +153,10 @@ class Verifier(ABC):
 
     @property
     def config_hash(self) -> str:
-        """Stable over runs and machines: identical options give identical hashes."""
-        blob = json.dumps(self.config, sort_keys=True, separators=(",", ":"))
+        """Stable over runs and machines: identical options give identical hashes. An option naming a
+        local file or folder enters by its name and content, not by where it lies, so a CI clone or a
+        colleague's checkout hashes the same, and an edited prompt template or facts file does not."""
+        blob = json.dumps(_located(self.config), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @abstractmethod

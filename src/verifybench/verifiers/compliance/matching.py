@@ -30,10 +30,15 @@ NOT_DETECTED = re.compile(r"not detected|absent|negative|below (the )?(limit|LOD
 class CriterionCheck(BaseModel):
     criterion: str = Field(description="the requirement, in words")
     kind: Literal["prohibited_aid", "carrier", "lab_test", "threshold", "standard"]
+    item: str | None = Field(None, description="the processing aid or laboratory test it is about")
     status: Status
     evidence: str | None = Field(None, description="the quoted line that decided it")
     doc_id: str | None = None
     required_doc_type: str | None = Field(None, description="for missing evidence: what would have shown it")
+    standard_id: str | None = Field(None, description="the standard the requirement comes from")
+    edition: str | None = None
+    clause: str | None = Field(None, description="the clause of the standard that states the requirement")
+    standard_doc: str | None = Field(None, description="the standard excerpt it was read from")
 
 
 class Audit(BaseModel):
@@ -41,6 +46,8 @@ class Audit(BaseModel):
 
     ingredient: str
     lot_id: str | None = None
+    audit_date: str | None = Field(None, description="the date whose editions of the standards applied (ISO)")
+    editions: list[str] = Field(default_factory=list, description="the editions the checklist was read from")
     criteria: VerificationCriterion | None = None
     checks: list[CriterionCheck] = Field(default_factory=list)
     standard_ids: list[str] = Field(default_factory=list)
@@ -82,9 +89,22 @@ def _results(docs) -> list[tuple[str, str, str, str]]:
 
 def match_criteria(criteria: VerificationCriterion | None, docs: list) -> list[CriterionCheck]:
     """Check every criterion of `criteria` against `docs` (objects with `id`, `doc_type`, `text`). No
-    criteria -> no checks: the caller decides what an unknown requirement means."""
+    criteria -> no checks: the caller decides what an unknown requirement means. Each check names the
+    standard, edition and clause of its requirement where the checklist knows them."""
     if criteria is None:
         return []
+    checks = _match(criteria, docs)
+    keys = {"prohibited_aid": "prohibited_processing_aids", "carrier": "carrier_restrictions",
+            "lab_test": "required_lab_tests", "threshold": "max_threshold_ppm"}
+    for check in checks:
+        ref = criteria.ref(keys[check.kind], check.item) if check.kind in keys else None
+        if ref is not None:
+            check.standard_id, check.edition, check.clause, check.standard_doc = (
+                ref.standard_id, ref.edition, ref.clause, ref.doc_id)
+    return checks
+
+
+def _match(criteria: VerificationCriterion, docs: list) -> list[CriterionCheck]:
     checks: list[CriterionCheck] = []
     carriers = _declarations(docs, CARRIER)
     aids = _declarations(docs, AIDS)
@@ -94,14 +114,14 @@ def match_criteria(criteria: VerificationCriterion | None, docs: list) -> list[C
         name = f"no {aid} (prohibited processing aid)"
         bad = next(((doc, line) for doc, line, items in declared if any(mentions(i, aid) for i in items)), None)
         if bad:
-            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", status="violated",
+            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", item=aid, status="violated",
                                          evidence=bad[1], doc_id=bad[0]))
         elif declared:
             doc, line, _ = declared[0]
-            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", status="satisfied",
+            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", item=aid, status="satisfied",
                                          evidence="; ".join(dict.fromkeys(d[1] for d in declared)), doc_id=doc))
         else:
-            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", status="missing_evidence",
+            checks.append(CriterionCheck(criterion=name, kind="prohibited_aid", item=aid, status="missing_evidence",
                                          required_doc_type="TDS or CoA declaring carrier and processing aids"))
 
     if criteria.carrier_restrictions:
@@ -123,10 +143,10 @@ def match_criteria(criteria: VerificationCriterion | None, docs: list) -> list[C
         found = next((r for r in results if mentions(r[2], test)), None)
         name = f"CoA reports {test}"
         if found:
-            checks.append(CriterionCheck(criterion=name, kind="lab_test", status="satisfied", evidence=found[1],
+            checks.append(CriterionCheck(criterion=name, kind="lab_test", item=test, status="satisfied", evidence=found[1],
                                          doc_id=found[0]))
         else:
-            checks.append(CriterionCheck(criterion=name, kind="lab_test", status="missing_evidence",
+            checks.append(CriterionCheck(criterion=name, kind="lab_test", item=test, status="missing_evidence",
                                          required_doc_type="CoA"))
 
     if criteria.max_threshold_ppm is not None:

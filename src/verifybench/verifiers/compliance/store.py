@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from verifybench.errors import DataError, Location, RecordError
+from verifybench.verifiers.compliance.standards import edition_of
 
 
 class Document(BaseModel):
@@ -32,7 +33,7 @@ class Document(BaseModel):
     def attribute(self, name: str) -> str | None:
         """A filterable attribute as text (a lot id may be stored as a number in one place and a string
         in another); None when the document lacks it."""
-        value = self.doc_type if name == "doc_type" else self.metadata.get(name)
+        value = self.doc_type if name == "doc_type" else self.id if name == "id" else self.metadata.get(name)
         return None if value is None else str(value)
 
 
@@ -57,6 +58,11 @@ def load_corpus(path: str | Path) -> list[Document]:
                 raise RecordError(where, err["msg"], field=".".join(map(str, err["loc"]))) from None
             if doc.id in seen:
                 raise RecordError(where, f"document id {doc.id!r} already used on line {seen[doc.id]}")
+            try:
+                edition_of(doc)  # a standard's edition date must be a date, said here rather than mid-run
+            except ValueError:
+                raise RecordError(where, f"{doc.metadata.get('effective_date')!r} is not a date (YYYY-MM-DD)",
+                                  field="metadata.effective_date") from None
             seen[doc.id] = n
             docs.append(doc)
     return docs

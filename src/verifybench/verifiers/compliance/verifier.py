@@ -16,10 +16,15 @@ the quoted evidence (or the document type that was missing).
 Which lot a case is about is read from the case (`ingredient_field`, `lot_field`, `code_field`:
 `meta.<key>` or a Case attribute); the response's claim from its wording ("not compliant", "cannot be
 certified", "does not meet" vs "compliant", "meets"), or from `claim_field` when the data states it.
+
+Standards may come in editions (standards.py): the two-stage audit reads the edition of each standard in
+force at the audit date: the case's `audit_date_field` (default `meta.audit_date`), else the
+`audit_date` option, else the latest edition. Each criterion unit names its standard, edition and clause.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Literal
 
@@ -28,10 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.base import CaseVerifier, default_cache, operational
 from verifybench.verifiers.compliance.criteria import LLMExtractor, RuleExtractor
-from verifybench.verifiers.llm import LLMOptions, track_usage
 from verifybench.verifiers.compliance.matching import Audit
 from verifybench.verifiers.compliance.pipeline import OneStagePipeline, TwoStagePipeline
+from verifybench.verifiers.compliance.standards import parse_date
 from verifybench.verifiers.compliance.store import HybridIndex, load_corpus
+from verifybench.verifiers.llm import LLMOptions, track_usage
 
 SCORES = {
     True: {"violated": 1.0, "missing_evidence": 0.9, "no_criteria": 0.6, "compliant": 0.0},
@@ -83,6 +89,9 @@ class ComplianceOptions(BaseModel):
     lot_field: str = "meta.lot_id"
     code_field: str | None = "meta.ingredient_code"
     claim_field: str | None = Field(None, description="a boolean field stating the response's claim, instead of its wording")
+    audit_date: dt.date | None = Field(None, description="audit at this date: each standard's edition in force then "
+                                                         "(a case's own `audit_date_field` wins); none = the latest")
+    audit_date_field: str | None = Field("meta.audit_date", description="the case field holding its audit date")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"))
 
 
@@ -119,8 +128,16 @@ class _ComplianceBase(CaseVerifier):
     def _build(self, docs):
         raise NotImplementedError
 
-    def _audit(self, case: Case, ingredient: str, lot: str, code: str | None) -> tuple[Audit, dict]:
+    def _audit(self, case: Case, ingredient: str, lot: str, code: str | None,
+               audit_date: dt.date | None) -> tuple[Audit, dict]:
         raise NotImplementedError
+
+    def audit_date(self, case: Case) -> dt.date | None:
+        """The case's audit date (its field, else the option); a field that is not a date is the case's error."""
+        value = _field(case, self.options.audit_date_field)
+        if value is None or value == "":
+            return self.options.audit_date
+        return parse_date(value, f"field {self.options.audit_date_field!r}")
 
     def score_case(self, case: Case) -> Verdict:
         o = self.options
@@ -141,16 +158,20 @@ class _ComplianceBase(CaseVerifier):
         code = _field(case, o.code_field)
         # The LLM extractor's calls (tokens, retries) are counted for this case, wherever they are made.
         with track_usage() as usage:
-            audit, timing = self._audit(case, str(ingredient), str(lot), None if code is None else str(code))
+            audit, timing = self._audit(case, str(ingredient), str(lot), None if code is None else str(code),
+                                        self.audit_date(case))
         units = [Unit(text=c.criterion, status=c.status, evidence=c.evidence,
                       score={"violated": 1.0, "missing_evidence": 0.5, "satisfied": 0.0}[c.status],
                       detail={k: v for k, v in (("kind", c.kind), ("doc_id", c.doc_id),
-                                                ("required_doc_type", c.required_doc_type)) if v})
+                                                ("required_doc_type", c.required_doc_type),
+                                                ("standard_id", c.standard_id), ("edition", c.edition),
+                                                ("clause", c.clause), ("standard_doc", c.standard_doc)) if v})
                  for c in audit.checks]
         verdict = Verdict(case_id=case.id, verifier=self.id, score=SCORES[claim][audit.status], units=units,
-                          detail={"claims_compliant": claim, "audit": audit.status,
+                          detail={"claims_compliant": claim, "audit": audit.status, "audit_date": audit.audit_date,
+                                  "editions": audit.editions,
                                   "standards": audit.standard_ids, "evidence": audit.evidence_ids,
-                                  "criteria": audit.criteria.model_dump(exclude={"source_ids"}) if audit.criteria else None,
+                                  "criteria": audit.criteria.model_dump(exclude={"source_ids", "refs"}) if audit.criteria else None,
                                   "stage_ms": {k: round(v, 3) for k, v in timing.items()}})
         if o.extractor == "llm" and o.llm is not None:
             verdict.usage = usage.as_dict()
@@ -171,8 +192,8 @@ class ComplianceVerifier(_ComplianceBase):
         return TwoStagePipeline(HybridIndex(standards, encoder), HybridIndex(evidence, encoder), self._extractor(),
                                 o.standards_k, o.evidence_k, tuple(o.evidence_types))
 
-    def _audit(self, case, ingredient, lot, code):
-        return self.pipeline().audit(ingredient, lot, code)
+    def _audit(self, case, ingredient, lot, code, audit_date):
+        return self.pipeline().audit(ingredient, lot, code, audit_date)
 
 
 class OneStageVerifier(_ComplianceBase):
@@ -184,5 +205,5 @@ class OneStageVerifier(_ComplianceBase):
         o = self.options
         return OneStagePipeline(HybridIndex(docs, self._encoder()), self._extractor(), o.k, o.standard_type)
 
-    def _audit(self, case, ingredient, lot, code):
-        return self.pipeline().audit(case.question or case.response, ingredient, lot, code)
+    def _audit(self, case, ingredient, lot, code, audit_date):
+        return self.pipeline().audit(case.question or case.response, ingredient, lot, code, audit_date)

@@ -10,7 +10,7 @@ __all__ = ["DecisionVerifier"]
 
 
 def __getattr__(name: str):
-    # Lazy: `python -m verifybench.verifiers.decision.train` must not import the verifier's dependencies.
+    # Lazy: `python -m verifybench.training.decision` must not import the verifier's dependencies.
     if name == "DecisionVerifier":
         from verifybench.verifiers.decision.verifier import DecisionVerifier
 

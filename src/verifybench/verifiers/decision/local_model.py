@@ -1,6 +1,6 @@
 """The project's own decision model: small linear heads over MiniLM + text features, in plain numpy.
 
-Each question has one head fitted by `train.py` (standardise, logistic regression, then a Platt
+Each question has one head fitted by `python -m verifybench.training.decision` (standardise, logistic regression, then a Platt
 sigmoid fitted on a calibration fold the regression never saw), stored as JSON in `params/`. Applying a
 head is a dot product, so after the embeddings (cached) a decision costs microseconds.
 """
@@ -76,7 +76,7 @@ class LocalDecisionModel:
             raw = json.loads(self.params_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise FileNotFoundError(
-                f"{self.params_path}: no fitted decision model; run python -m verifybench.verifiers.decision.train"
+                f"{self.params_path}: no fitted decision model; run python -m verifybench.training.decision"
             ) from None
         return {name: LinearHead.from_dict(d) for name, d in raw["heads"].items()}
 

@@ -1,16 +1,16 @@
 """The two-gate agent loop: the model proposes claims, and only claims that pass both gates come back
-to it as grounded facts. The gates check the tool calls, not the final answer's prose: the result lists
-what was grounded (`AgentResult.grounded`) so a caller can hold the answer to it (for example by running
-the final answer through the `graph` verifier).
+to it as grounded facts; its final prose is then held to those grounded claims.
 
     user question
-      -> the model replies with a tool call {"tool": "check_refund_claims", "claims": [...]}
+      -> the model replies with a tool call {"tool": "<the pack's tool>", "claims": [...]}
          or a final answer {"final": "..."}
       -> gate 1 (claims.py): shape; a rejection goes back to the model before any graph query
-      -> the knowledge graph derives the authoritative values (rules.py, kg.py)
+      -> the knowledge graph derives the authoritative values (the pack's rules, kg.py)
       -> gate 2 (entailment.py): anything not entailed goes back to the model as a rejection naming the
          expected value; entailed claims go back as the grounded tool result
       -> repeat until the model answers, at most `max_steps` model calls
+      -> the final answer's sentences are read for claims (prose.py, the pack's patterns by default):
+         a sentence asserting a value the graph did not entail is flagged (`AgentResult.flags`)
 
 The model is reached through the LLM layer (`verifybench.verifiers.llm`): an `LLMClient`, or any
 `Backend` (OpenAI-compatible, Anthropic, llama.cpp, or in tests a scripted one), which then gets the
@@ -25,21 +25,29 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifybench.verifiers.graph.claims import KINDS, Rejection, gate1
+from verifybench.verifiers.graph.claims import Rejection, display, gate1
 from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
-from verifybench.verifiers.llm import Backend, LLMClient, Usage, try_json_object
+from verifybench.verifiers.graph.pack import Pack, load_pack
+from verifybench.verifiers.llm import (
+    Backend,
+    LLMClient,
+    Usage,
+    track_usage,
+    try_json_object,
+)
 
-TOOL = "check_refund_claims"
 
-SYSTEM_PROMPT = f"""You answer customers' questions about refunds. You may not state any refund fact
-(customer tier, eligibility, amount, restocking fee, refund method, return window, shipping, defects,
-bereavement refunds) until the refund knowledge graph has confirmed it.
+def system_prompt(pack: Pack) -> str:
+    """The loop's instructions for one pack: its claim types and its tool."""
+    entity = pack.subject_table.entity
+    return f"""You answer questions about {pack.topic}. You may not state any {pack.topic} fact
+({", ".join(c.replace("_", " ") for c in pack.claims)}) until the {pack.topic} knowledge graph has confirmed it.
 
 To check facts, reply with only this JSON:
-{{"tool": "{TOOL}", "claims": [{{"claim_type": "...", "subject_id": "<order id>", "value": ..., "evidence": "<why you think so>"}}]}}
-Claim types and their values: {", ".join(f"{k} ({v})" for k, v in KINDS.items())}.
+{{"tool": "{pack.tool}", "claims": [{{"claim_type": "...", "subject_id": "<{entity} id>", "value": ..., "evidence": "<why you think so>"}}]}}
+Claim types and their values: {", ".join(f"{k} ({c.kind})" for k, c in pack.claims.items())}.
 A rejected claim comes back with the reason and the expected value: correct it and check again.
-When every fact you will state is confirmed, reply with only: {{"final": "<your answer to the customer>"}}"""
+When every fact you will state is confirmed, reply with only: {{"final": "<your answer>"}}"""
 
 
 @dataclass
@@ -54,14 +62,27 @@ class Step:
 
 
 @dataclass
+class Flag:
+    """A sentence of the final answer that asserts a value the graph did not entail."""
+
+    sentence: str
+    claim: dict[str, Any]
+    reason: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
 class AgentResult:
-    """How the loop ended: `answer` is None when the model ran out of steps."""
+    """How the loop ended: `answer` is None when the model ran out of steps. `flags`: the final answer's
+    sentences that state a value no grounded claim backs (empty when the answer keeps to them)."""
 
     answer: str | None
     grounded: list[ClaimCheck]
     steps: list[Step]
     messages: list[dict]
-    usage: Usage = field(default_factory=Usage)  # the model calls: requests, retries, tokens
+    flags: list[Flag] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)  # the model calls (and an LLM extractor's): requests, retries, tokens
 
     @property
     def stopped(self) -> str:
@@ -86,6 +107,37 @@ def rejection_message(rejections: list[Rejection], checks: list[ClaimCheck]) -> 
                        "instruction": "Correct the rejected claims and check them again, or drop them."})
 
 
+def check_answer(answer: str, grounded: list[ClaimCheck], pack: Pack, extractor, question: str | None = None,
+                 ) -> list[Flag]:
+    """The sentences of `answer` that assert a value the graph did not entail: a value of a (subject,
+    claim type) no grounded claim covers, or one that differs from the grounded value.
+
+    Args:
+        extractor: reads claims from prose (prose.RulesExtractor or LLMExtractor).
+    """
+    confirmed = {(c.claim.subject_id, c.claim.claim_type): c for c in grounded}
+    found = extractor.extract(answer, question)
+    if found.problem:
+        return [Flag(answer, {}, f"claim extraction: {found.problem}")]
+    accepted, rejected = gate1(found.claims, pack)
+    flags = [Flag(found.claims[r.index].get("evidence", ""), found.claims[r.index], f"not a checkable claim: {r.reason}",
+                  found.claims[r.index].get("start"), found.claims[r.index].get("end"))
+             for r in rejected if 0 <= r.index < len(found.claims)]
+    for i, claim in accepted:
+        raw = found.claims[i]
+        what = f"{claim.claim_type} of {claim.subject_id}"
+        said = display(claim.kind, claim.normalised)
+        ground = confirmed.get((claim.subject_id, claim.claim_type))
+        if ground is None:
+            reason = f"states the {what} ({said}), which the graph never confirmed"
+        elif claim.normalised not in ground.expected_normalised:
+            reason = f"states the {what} as {said}; the graph entailed {ground.expected[0]}"
+        else:
+            continue
+        flags.append(Flag(raw.get("evidence", ""), raw, reason, raw.get("start"), raw.get("end")))
+    return flags
+
+
 def grounded_message(checks: list[ClaimCheck]) -> str:
     return json.dumps({"tool_result": "grounded",
                        "claims": [{"claim_type": c.claim.claim_type, "subject_id": c.claim.subject_id,
@@ -98,23 +150,39 @@ class TwoGateAgent:
 
     Args:
         backend: the chat model: an `LLMClient`, or a `Backend` that gets the default retry policy.
-        checker: gate 2 over a knowledge graph (entailment.Checker).
+        checker: gate 2 over a knowledge graph (entailment.Checker); its pack gives the claim schema.
         max_steps: the most model calls per question.
         temperature, max_tokens, timeout_s, seed: passed to the backend on every call.
+        extractor: reads the final answer's claims (default: the pack's patterns, prose.RulesExtractor;
+            None when the pack has none, and then the answer is not checked).
+        pack: the domain pack (default: the checker's; without a checker, the bundled refund pack).
     """
 
-    def __init__(self, backend: LLMClient | Backend, checker: Checker, max_steps: int = 6, temperature: float = 0.0,
-                 max_tokens: int = 512, timeout_s: float = 60.0, seed: int | None = 0):
+    def __init__(self, backend: LLMClient | Backend, checker: Checker | None, max_steps: int = 6,
+                 temperature: float = 0.0, max_tokens: int = 512, timeout_s: float = 60.0, seed: int | None = 0,
+                 extractor=None, pack: Pack | None = None):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.client = backend if isinstance(backend, LLMClient) else LLMClient(backend, timeout_s=timeout_s)
         self.checker = checker
+        if pack is None:
+            pack = checker.pack if checker is not None else load_pack("refunds")
+        elif checker is not None and checker.pack.name != pack.name:
+            raise ValueError(f"pack {pack.name!r} is not the checker's pack {checker.pack.name!r}")
+        self.pack = pack
         self.max_steps, self.temperature, self.max_tokens = max_steps, temperature, max_tokens
         self.timeout_s, self.seed = timeout_s, seed
+        if extractor is None and self.pack.extraction is not None:
+            from verifybench.verifiers.graph.prose import RulesExtractor
+
+            extractor = RulesExtractor(self.pack)
+        self.extractor = extractor
 
     def run(self, question: str) -> AgentResult:
-        """Answer `question`; the result holds every step and the claims the graph grounded."""
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+        """Answer `question`; the result holds every step, the claims the graph grounded, and the final
+        answer's sentences that go beyond them."""
+        tool = self.pack.tool
+        messages = [{"role": "system", "content": system_prompt(self.pack)}, {"role": "user", "content": question}]
         steps: list[Step] = []
         grounded: dict[tuple[str, str], ClaimCheck] = {}
         usage = Usage()
@@ -125,12 +193,18 @@ class TwoGateAgent:
             action = parse_action(reply)
             if action is not None and isinstance(action.get("final"), str) and "claims" not in action:
                 steps.append(Step(reply, "final"))
-                return AgentResult(action["final"], list(grounded.values()), steps, messages, usage)
-            if action is None or action.get("tool") != TOOL:
+                confirmed = list(grounded.values())
+                flags = []
+                if self.extractor is not None:
+                    with track_usage() as read:  # an LLM extractor's calls count as the loop's
+                        flags = check_answer(action["final"], confirmed, self.pack, self.extractor, question)
+                    usage.add(read)
+                return AgentResult(action["final"], confirmed, steps, messages, flags, usage)
+            if action is None or action.get("tool") != tool:
                 step = Step(reply, "invalid", feedback=json.dumps({
-                    "error": f'reply with only a JSON object: {{"tool": "{TOOL}", "claims": [...]}} or {{"final": "..."}}'}))
+                    "error": f'reply with only a JSON object: {{"tool": "{tool}", "claims": [...]}} or {{"final": "..."}}'}))
             else:
-                accepted, rejected = gate1(action.get("claims"))
+                accepted, rejected = gate1(action.get("claims"), self.pack)
                 step = Step(reply, "tool_call", rejections=rejected)
                 if rejected:  # gate 1 failed: no graph query for this call
                     step.feedback = rejection_message(rejected, [])
@@ -143,4 +217,4 @@ class TwoGateAgent:
                         step.feedback = rejection_message([], step.checks)
             steps.append(step)
             messages.append({"role": "user", "content": step.feedback})
-        return AgentResult(None, list(grounded.values()), steps, messages, usage)
+        return AgentResult(None, list(grounded.values()), steps, messages, usage=usage)

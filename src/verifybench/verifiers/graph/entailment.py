@@ -4,22 +4,23 @@ Each claim gets a status:
 
 - `entailed`: the graph derives exactly one value and it equals the claim's (after normalisation);
 - `contradicted`: the graph derives exactly one value and it differs;
-- `unsupported`: no such order in the graph, or no rule derives that claim type for it (for example no
+- `unsupported`: no such subject in the graph, or no rule derives that claim type for it (for example no
   refund policy covers the customer's tier);
 - `conflict`: the graph itself derives two or more different values (e.g. two policies for one tier):
   the knowledge graph is inconsistent, and no value is picked silently.
 
 Each result carries the expected value(s) and a proof trace: the rule(s) that produced each value, in
-words, and the facts they read, as the graph holds them.
+words (the pack's `RULES`), and the facts they read, as the fact tables hold them.
 
 Two ways to run the one query per batch (`mode`):
 
-- `materialised` (default): the graph derives every value of every order once (one RelationalAI query,
-  plus one for the order facts), kept in an in-process DuckDB table; each batch is then one join of the
-  claims with it on (subject, claim type), packed into one integer key. RelationalAI's DuckDB backend publishes derived relations as
-  views, so without this every query re-runs every rule over every order (about 3 s per batch at 100k
-  orders, against milliseconds). Works with any RelationalAI connection: only the results come back.
-- `live`: each batch is written to the graph's claims table and joined with `Order.derives` in one
+- `materialised` (default): the graph derives every value of every subject once (one RelationalAI
+  query), kept in an in-process DuckDB table; each batch is then one join of the claims with it on
+  (subject, claim type), packed into one integer key. RelationalAI's DuckDB backend publishes derived
+  relations as views, so without this every query re-runs every rule over every subject (about 3 s per
+  batch at 100k orders, against milliseconds). Works with any RelationalAI connection: only the results
+  come back.
+- `live`: each batch is written to the graph's claims table and joined with the derived values in one
   RelationalAI query. Local DuckDB only (the claims table lives there); slower, always current.
 """
 
@@ -35,25 +36,11 @@ import pandas as pd
 
 from verifybench.verifiers.graph.claims import Claim, display
 from verifybench.verifiers.graph.kg import KnowledgeGraph
-from verifybench.verifiers.graph.rules import CLAIM_TYPES, NO_POLICY, RULES
+from verifybench.verifiers.graph.pack import NO_BASIS, Pack, Rule
 
 STATUSES = ("entailed", "contradicted", "unsupported", "conflict", "rejected")
+_UNDESCRIBED = Rule("(not described in the pack's RULES)")
 MODES = ("materialised", "live")
-
-# Order facts returned with each derived value (column -> fact name in rules.RULES).
-FACT_COLUMNS = {"customer_id": "order.customer_id", "tier": "customer.tier", "amount_cents": "order.amount",
-                "shipping_cents": "order.shipping", "final_sale": "order.final_sale", "defective": "order.defective",
-                "days_since_delivery": "order.days_since_delivery"}
-_MONEY_FACTS = {"order.amount", "order.shipping"}
-# How the materialised store writes each fact as text (as fact_text does in Python).
-_SQL_TEXT = {"customer_id": "{col}", "tier": "{col}",
-             "amount_cents": "printf('%d.%02d', {col} // 100, {col} % 100)",
-             "shipping_cents": "printf('%d.%02d', {col} // 100, {col} % 100)",
-             "final_sale": "case when {col} then 'true' else 'false' end",
-             "defective": "case when {col} then 'true' else 'false' end",
-             "days_since_delivery": "cast({col} as varchar)"}
-_TYPE_CODE = {t: i for i, t in enumerate(CLAIM_TYPES)}
-assert len(_TYPE_CODE) < 16, "the join key packs the claim type into 4 bits"
 
 
 @dataclass
@@ -63,7 +50,7 @@ class ClaimCheck:
     Attributes:
         index: the claim's position in the list the model emitted.
         expected: the graph's value(s) in display form; two or more only on `conflict`.
-        proof: {"order_id", "steps": [{rule, statement, value, policy_id, facts}]}.
+        proof: {"subject_id", "entity", "basis_table", "steps": [{rule, statement, value, basis, facts}]}.
     """
 
     index: int
@@ -72,6 +59,69 @@ class ClaimCheck:
     expected: list[str] = field(default_factory=list)
     reason: str = ""
     proof: dict[str, Any] = field(default_factory=dict)
+    expected_normalised: list[str] = field(default_factory=list)
+
+
+def fact_texts(pack: Pack, frames: dict[str, pd.DataFrame], names: list[str]) -> pd.DataFrame:
+    """One row per subject (in the subject table's order) with the text of each fact in `names`
+    (`entity.column`), following references from the subject table; a fact of a table the subject does
+    not reach is left out."""
+    subject = pack.subject_table
+    base = frames[subject.name]
+    out = pd.DataFrame({"subject_id": base[subject.key_column].astype(str).to_numpy()})
+    # Reach every table along references: entity -> (frame aligned with the subject rows).
+    reached: dict[str, pd.DataFrame] = {subject.entity: base.reset_index(drop=True)}
+    tables_by_entity = {subject.entity: subject}
+    todo = [subject]
+    while todo:
+        table = todo.pop()
+        frame = reached[table.entity]
+        for col in table.columns.values():
+            if col.references is None:
+                continue
+            target = pack.tables[col.references]
+            if target.entity in reached:
+                continue
+            right = frames[target.name].set_index(target.key_column, drop=False)
+            reached[target.entity] = right.reindex(frame[col.name].to_numpy()).reset_index(drop=True)
+            tables_by_entity[target.entity] = target
+            todo.append(target)
+    for name in names:
+        entity, _, source = name.partition(".")
+        if entity not in reached:
+            continue
+        table = tables_by_entity[entity]
+        col = table.columns[source]
+        out[name] = _as_text(reached[entity][col.name].reset_index(drop=True), col.type)
+    return out
+
+
+def _as_text(values: pd.Series, column_type: str) -> pd.Series:
+    missing = values.isna()
+    if missing.any():  # a reference to a row the user's table lacks: no text, not a crash
+        out = pd.Series([None] * len(values), dtype=object)
+        out[~missing] = _as_text(values[~missing].reset_index(drop=True), column_type).to_numpy()
+        return out
+    if column_type == "money":
+        v = values.astype("int64")
+        return (v // 100).astype(str) + "." + (v % 100).astype(str).str.zfill(2)
+    if column_type == "bool":
+        return pd.Series(np.where(values.astype(bool), "true", "false"))
+    if column_type == "date":
+        return values.map(lambda d: d.isoformat() if hasattr(d, "isoformat") else str(d)).str.slice(0, 10)
+    return values.astype(str)
+
+
+def basis_texts(pack: Pack, frames: dict[str, pd.DataFrame]) -> dict[str, dict[str, str]]:
+    """The facts of every basis row (e.g. every policy) as text, keyed by basis id then `entity.column`."""
+    if pack.basis is None:
+        return {}
+    table = pack.tables[pack.basis]
+    df = frames[table.name]
+    columns = {f"{table.entity}.{c.source}": _as_text(df[c.name].reset_index(drop=True), c.type).to_numpy()
+               for c in table.columns.values()}
+    keys = df[table.key_column].astype(str).to_numpy()
+    return {k: {name: vals[i] for name, vals in columns.items()} for i, k in enumerate(keys)}
 
 
 class Checker:
@@ -88,82 +138,94 @@ class Checker:
         if mode == "live" and not kg.local:
             raise ValueError("mode 'live' needs the local DuckDB backend (its claims table); use 'materialised'")
         self.kg, self.mode = kg, mode
-        self._orders: set[str] | None = None
-        self._order_key: dict[str, int] = {}
-        self._policies: dict[str, dict] = {}
+        self.pack: Pack = kg.pack
+        self._subjects: set[str] | None = None
+        self._subject_key: dict[str, int] = {}
+        self._basis: dict[str, dict[str, str]] = {}
+        self._rules: dict[str, Rule] = {}
+        self._rule_facts: dict[str, list[tuple[str, bool, str]]] = {}
+        self._facts_rows: list[dict] | None = None  # live mode: the proof facts of each subject
         self._store = None  # in-process DuckDB holding the derived values (materialised mode)
         self._store_lock = threading.Lock()
+        self._type_code = {t: i for i, t in enumerate(self.pack.claims)}
+        self._width = len(self._type_code)
+        self._fact_names: list[str] = []
         self._live_query = self._build_live_query() if mode == "live" else None
 
     def _build_live_query(self):
         from relationalai.semantics import String
 
-        g, claims = self.kg.graph, self.kg.claims
-        O, c = g.Order, g.Customer.ref()
-        ct, val, rule, pid = String.ref(), String.ref(), String.ref(), String.ref()
-        return self.kg.model.where(
-            O.derives(ct, val, rule, pid), O.order_id == claims.subject_id, ct == claims.claim_type, O.customer(c),
-        ).select(
-            claims.idx.alias("idx"), val.alias("expected"), rule.alias("rule"), pid.alias("policy_id"),
-            c.customer_id.alias("customer_id"), c.tier.alias("tier"), O.amount_cents.alias("amount_cents"),
-            O.shipping_cents.alias("shipping_cents"), O.final_sale.alias("final_sale"),
-            O.defective.alias("defective"), O.days_since_delivery.alias("days_since_delivery"),
-        )
+        kg, claims = self.kg, self.kg.claims
+        S = kg.subject
+        ct, val, rule, basis = String.ref(), String.ref(), String.ref(), String.ref()
+        return kg.model.where(
+            kg.derives(S, ct, val, rule, basis), getattr(S, kg.subject_key) == claims.subject_id,
+            ct == claims.claim_type,
+        ).select(claims.idx.alias("idx"), val.alias("expected"), rule.alias("rule"), basis.alias("basis"),
+                 getattr(S, kg.subject_key).alias("subject_id"))
 
     def prepare(self) -> None:
-        """Deploy the graph and read what every batch needs: the order ids, the policies, and (materialised
-        mode) every derived value with its order's facts. Idempotent."""
-        if self._orders is not None:
+        """Deploy the graph and read what every batch needs: the subject ids, the basis facts, the facts
+        each proof shows, and (materialised mode) every derived value. Idempotent."""
+        if self._subjects is not None:
             return
-        policies = self.kg.policies()
+        self._rules = self.pack.rule_texts
+        frames = self.kg.table_frames()
+        basis_entity = self.pack.tables[self.pack.basis].entity if self.pack.basis else None
+        # Per rule, its facts and whether each is a fact of the basis record: what every proof step reads.
+        self._rule_facts = {rid: [(name, name.partition(".")[0] == basis_entity, f"{name}[") for name in r.facts]
+                            for rid, r in self._rules.items()}
+        self._fact_names = sorted({f for r in self._rules.values() for f in r.facts
+                                   if f.partition(".")[0] != basis_entity})
+        facts = fact_texts(self.pack, frames, self._fact_names)
+        self._fact_names = [n for n in self._fact_names if n in facts.columns]
+        facts = facts.sort_values("subject_id", ignore_index=True)
+        self._subject_key = {sid: i for i, sid in enumerate(facts["subject_id"])}
+        self._basis = basis_texts(self.pack, frames)
         if self.mode == "materialised":
             import duckdb
 
             derived = self.kg.derived()
-            facts = self.kg.order_facts().sort_values("order_id", ignore_index=True)
-            self._order_key = {oid: i for i, oid in enumerate(facts["order_id"])}
-            # Integer keys (order number x 16 + claim type) make the batch join about 3x faster than on
-            # text, and categoricals (DuckDB enums) load about 10x faster than pandas strings.
-            okey = pd.Categorical(derived["order_id"], categories=facts["order_id"]).codes.astype(np.int64)
-            code = pd.Categorical(derived["claim_type"], categories=list(CLAIM_TYPES)).codes.astype(np.int64)
-            table = pd.DataFrame({"key": okey * 16 + code, **{col: pd.Categorical(derived[col])
-                                                               for col in ("value", "rule", "policy_id")}})
-            facts = facts.assign(okey=np.arange(len(facts)), customer_id=pd.Categorical(facts["customer_id"]),
-                                 tier=pd.Categorical(facts["tier"])).drop(columns="order_id")
+            # Integer keys (subject number x claim types + claim type) make the batch join about 3x faster
+            # than on text, and categoricals (DuckDB enums) load about 10x faster than pandas strings.
+            skey = pd.Categorical(derived["subject_id"], categories=facts["subject_id"]).codes.astype(np.int64)
+            code = pd.Categorical(derived["claim_type"], categories=list(self._type_code)).codes.astype(np.int64)
+            table = pd.DataFrame({"key": skey * self._width + code, **{col: pd.Categorical(derived[col])
+                                                                      for col in ("value", "rule", "basis")}})
+            table = table[skey >= 0]
+            store_facts = pd.DataFrame({"skey": np.arange(len(facts)),
+                                        **{n: pd.Categorical(facts[n]) for n in self._fact_names}})
             store = duckdb.connect(":memory:")
             store.register("_derived", table)
-            store.register("_facts", facts)
+            store.register("_facts", store_facts)
             store.execute("create table derived as select * from _derived order by key")
             # The facts are kept as the text a proof shows, so a batch formats nothing.
-            store.execute("create table order_facts as select okey, " + ", ".join(
-                f'{_SQL_TEXT[col].format(col=col)} as "{name}"' for col, name in FACT_COLUMNS.items())
-                + " from _facts order by okey")
+            store.execute("create table subject_facts as select skey"
+                          + "".join(f', cast("{n}" as varchar) as "{n}"' for n in self._fact_names)
+                          + " from _facts order by skey")
             for name in ("_derived", "_facts"):
                 store.unregister(name)
-            orders = set(self._order_key)
             self._store = store
         else:
-            orders = self.kg.order_ids()
-        self._policies = {pid: {f"policy.{k}": fact_text(f"policy.{k}", v) for k, v in row.items()}
-                          for pid, row in policies.items()}
-        self._orders = orders
+            self._facts_rows = facts[self._fact_names].to_dict("records")
+        self._subjects = set(self._subject_key)
 
     def rows(self, claims: list[Claim]) -> list[dict]:
         """The one query's result for `claims`: a row per derived value matching a claim's (subject, type),
-        with keys idx (position in `claims`), expected, rule, policy_id and the order facts as text (keyed
-        by fact name, e.g. `order.amount`)."""
+        with keys idx (position in `claims`), value, rule, basis and the subject's facts as text (keyed by
+        fact name, e.g. `order.amount`)."""
         self.prepare()
         if self.mode == "materialised":
-            okey = np.array([self._order_key.get(c.subject_id, -1) for c in claims], dtype=np.int64)
-            code = np.array([_TYPE_CODE[c.claim_type] for c in claims], dtype=np.int64)
-            batch = pd.DataFrame({"idx": np.arange(len(claims)), "okey": okey,
-                                  "key": np.where(okey >= 0, okey * 16 + code, -1)})
+            skey = np.array([self._subject_key.get(c.subject_id, -1) for c in claims], dtype=np.int64)
+            code = np.array([self._type_code[c.claim_type] for c in claims], dtype=np.int64)
+            batch = pd.DataFrame({"idx": np.arange(len(claims)), "skey": skey,
+                                  "key": np.where(skey >= 0, skey * self._width + code, -1)})
             with self._store_lock:
                 cur = self._store.cursor()
                 cur.register("claims", batch)
-                cur.execute('select c.idx, d.value, d.rule, d.policy_id, '
-                            + ", ".join(f'f."{name}"' for name in FACT_COLUMNS.values())
-                            + " from claims c join derived d on d.key = c.key join order_facts f on f.okey = c.okey")
+                cur.execute('select c.idx, d.value, d.rule, d.basis'
+                            + "".join(f', f."{n}"' for n in self._fact_names)
+                            + " from claims c join derived d on d.key = c.key join subject_facts f on f.skey = c.skey")
                 names = [col[0] for col in cur.description]
                 return [dict(zip(names, r)) for r in cur.fetchall()]
         batch = pd.DataFrame({"idx": range(len(claims)), "subject_id": [c.subject_id for c in claims],
@@ -173,15 +235,15 @@ class Checker:
             s = self.kg.session
             s.register("_claims_batch", batch)
             try:
-                s.execute("delete from src.claims")
-                s.execute("insert into src.claims select idx, subject_id, claim_type, value from _claims_batch")
+                s.execute("delete from src.vb_claims")
+                s.execute("insert into src.vb_claims select idx, subject_id, claim_type, value from _claims_batch")
             finally:
                 s.unregister("_claims_batch")
             df = self._live_query.to_df()
         out = []
         for r in df.to_dict("records"):
-            row = {"idx": r["idx"], "value": r["expected"], "rule": r["rule"], "policy_id": r["policy_id"]}
-            row.update({name: fact_text(name, r[col]) for col, name in FACT_COLUMNS.items()})
+            row = {"idx": r["idx"], "value": r["expected"], "rule": r["rule"], "basis": r["basis"]}
+            row.update(self._facts_rows[self._subject_key[r["subject_id"]]])
             out.append(row)
         return out
 
@@ -199,44 +261,44 @@ class Checker:
         return [self._judge(index, claim, by_idx.get(pos, [])) for pos, (index, claim) in enumerate(claims)]
 
     def _judge(self, index: int, claim: Claim, rows: list[dict]) -> ClaimCheck:
-        what = f"{claim.claim_type} of order {claim.subject_id}"
+        entity = self.pack.subject_table.entity
+        what = f"{claim.claim_type} of {entity} {claim.subject_id}"
         if not rows:
-            if claim.subject_id not in self._orders:
-                return ClaimCheck(index, claim, "unsupported", reason=f"no order {claim.subject_id!r} in the knowledge graph")
+            if claim.subject_id not in self._subjects:
+                return ClaimCheck(index, claim, "unsupported",
+                                  reason=f"no {entity} {claim.subject_id!r} in the knowledge graph")
             return ClaimCheck(index, claim, "unsupported",
-                              reason=f"no rule derives the {what} (e.g. no refund policy covers the customer's tier)")
+                              reason=f"no rule derives the {what} (e.g. no record of the "
+                                     f"{self.pack.basis or 'basis'} table applies to it)")
         values = sorted({r["value"] for r in rows})
-        expected = [display(claim.claim_type, v) for v in values]
-        proof = self._proof(claim.claim_type, claim.subject_id, rows)
+        expected = [display(claim.kind, v) for v in values]
+        proof = self._proof(claim, rows)
         if len(values) > 1:
-            return ClaimCheck(index, claim, "conflict", expected, proof=proof,
+            return ClaimCheck(index, claim, "conflict", expected, proof=proof, expected_normalised=values,
                               reason=f"the knowledge graph derives {len(values)} different values for the {what}: "
                                      f"{', '.join(expected)}")
         if values[0] == claim.normalised:
-            return ClaimCheck(index, claim, "entailed", expected, proof=proof, reason=f"the {what} is {expected[0]}")
-        return ClaimCheck(index, claim, "contradicted", expected, proof=proof,
-                          reason=f"the {what} is {expected[0]}, not {display(claim.claim_type, claim.normalised)}")
+            return ClaimCheck(index, claim, "entailed", expected, proof=proof, expected_normalised=values,
+                              reason=f"the {what} is {expected[0]}")
+        return ClaimCheck(index, claim, "contradicted", expected, proof=proof, expected_normalised=values,
+                          reason=f"the {what} is {expected[0]}, not {display(claim.kind, claim.normalised)}")
 
-    def _proof(self, claim_type: str, order_id: str, rows: list[dict]) -> dict[str, Any]:
+    def _proof(self, claim: Claim, rows: list[dict]) -> dict[str, Any]:
         steps = []
-        for r in sorted(rows, key=lambda r: (r["rule"], r["policy_id"])):
-            rule, pid = RULES[r["rule"]], r["policy_id"]
-            policy = self._policies.get(pid, {})
-            facts = {(f"{name}[{pid}]" if name.startswith("policy.") else name):
-                     (policy.get(name) if name.startswith("policy.") else r[name]) for name in rule.facts}
-            steps.append({"rule": r["rule"], "statement": rule.text, "value": display(claim_type, r["value"]),
-                          "policy_id": None if pid == NO_POLICY else pid, "facts": facts})
-        return {"order_id": order_id, "steps": steps}
+        for r in sorted(rows, key=lambda r: (r["rule"], r["basis"])) if len(rows) > 1 else rows:
+            rule = self._rules.get(r["rule"], _UNDESCRIBED)
+            basis = r["basis"]
+            basis_facts = self._basis.get(basis, {})
+            facts = {}
+            for name, of_basis, prefix in self._rule_facts.get(r["rule"], ()):
+                if of_basis:
+                    facts[f"{prefix}{basis}]"] = basis_facts.get(name)
+                elif name in r:
+                    facts[name] = r[name]
+            steps.append({"rule": r["rule"], "statement": rule.text, "value": display(claim.kind, r["value"]),
+                          "basis": None if basis == NO_BASIS else basis, "facts": facts})
+        return {"subject_id": claim.subject_id, "entity": self.pack.subject_table.entity,
+                "basis_table": self.pack.basis, "steps": steps}
 
     def __getstate__(self):
         raise TypeError("a Checker holds live connections; build one per process")
-
-
-def fact_text(name: str, value: Any) -> str:
-    """A fact's value as text: money from cents, booleans as true/false."""
-    if name in _MONEY_FACTS:
-        v = int(value)
-        return f"{v // 100}.{v % 100:02d}"
-    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
-        return "true" if bool(value) else "false"
-    return str(value)

@@ -1,52 +1,62 @@
-"""The facts of the refund knowledge graph: three CSV files in one folder, checked row by row.
+"""The fact tables of a domain pack, read and checked cell by cell.
 
-    customers.csv  customer_id, name, tier
-    orders.csv     order_id, customer_id, amount, shipping, final_sale, defective, days_since_delivery
-    policies.csv   policy_id, tier, return_window_days, restocking_fee_pct, refund_method,
-                   shipping_refundable, retroactive_bereavement
+Each table of pack.yaml names its file (CSV, Parquet, or a table of a DuckDB file), its key and the type
+of every column:
 
-Money is read as decimal text ("129.99") and kept as integer cents, so no rule ever compares floats.
-Booleans are `true`/`false`. A bad cell is an error naming the file, the line and the field; nothing is
-guessed. Identifiers and tiers are stripped; tiers and refund methods are upper-cased.
+    text     stripped, not empty              name     upper-case, spaces as `_` ("store credit" -> STORE_CREDIT)
+    int      a whole number >= 0              percent  a whole number 0..100
+    money    decimal text ("129.99", at most two decimals), kept as integer cents
+    bool     true/false (also yes/no, 1/0)    date     ISO 8601 (2026-03-14)
+
+A bad cell, a missing column, a repeated key or a reference to a row that does not exist is an error
+naming the file, the line (or row) and the field (`orders.csv:4: field 'amount': '80.0x' is not a
+decimal amount`); nothing is guessed. Money never becomes a float, so no rule compares floats.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+import datetime as dt
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
+
+from verifybench.verifiers.graph.pack import FACT_FORMATS, Pack, Table, load_pack
 
 
 class FactsError(ValueError):
     """A facts file is missing or holds a value that cannot be read."""
 
 
-def _text(v: str) -> str:
-    v = v.strip()
+def _text(v: Any) -> str:
+    v = "" if v is None else str(v).strip()
     if not v:
         raise ValueError("is empty")
     return v
 
 
-def _upper(v: str) -> str:
-    return "_".join(_text(v).upper().split())
+def _upper(v: Any) -> str:
+    return "_".join(_text(v).replace("-", " ").upper().split())
 
 
-def _cents(v: str) -> int:
+def _cents(v: Any) -> int:
     try:
         d = Decimal(_text(v))
     except InvalidOperation:
         raise ValueError(f"{v!r} is not a decimal amount") from None
-    if d < 0 or d != d.quantize(Decimal("0.01")):
+    if not d.is_finite() or d < 0 or d != d.quantize(Decimal("0.01")):
         raise ValueError(f"{v!r} is not a non-negative amount with at most 2 decimals")
     return int(d * 100)
 
 
-def _bool(v: str) -> bool:
-    s = v.strip().lower()
+def _bool(v: Any) -> bool:
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    s = "" if v is None else str(v).strip().lower()
     if s in ("true", "1", "yes"):
         return True
     if s in ("false", "0", "no"):
@@ -54,7 +64,9 @@ def _bool(v: str) -> bool:
     raise ValueError(f"{v!r} is not a boolean (true/false)")
 
 
-def _int(v: str) -> int:
+def _int(v: Any) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{v!r} is not a whole number")  # noqa: TRY004 - a cell error, reported as such
     try:
         n = int(_text(v))
     except ValueError:
@@ -64,93 +76,157 @@ def _int(v: str) -> int:
     return n
 
 
-def _percent(v: str) -> int:
+def _percent(v: Any) -> int:
     n = _int(v)
     if n > 100:
         raise ValueError(f"{v!r} is over 100 percent")
     return n
 
 
-# file -> {csv column: (reader, table column)}; the table columns are what rules.py reads.
-SCHEMAS: dict[str, dict[str, tuple]] = {
-    "customers": {"customer_id": (_text, "customer_id"), "name": (_text, "name"), "tier": (_upper, "tier")},
-    "orders": {
-        "order_id": (_text, "order_id"), "customer_id": (_text, "customer_id"),
-        "amount": (_cents, "amount_cents"), "shipping": (_cents, "shipping_cents"),
-        "final_sale": (_bool, "final_sale"), "defective": (_bool, "defective"),
-        "days_since_delivery": (_int, "days_since_delivery"),
-    },
-    "policies": {
-        "policy_id": (_text, "policy_id"), "tier": (_upper, "tier"),
-        "return_window_days": (_int, "return_window_days"), "restocking_fee_pct": (_percent, "restocking_fee_pct"),
-        "refund_method": (_upper, "refund_method"), "shipping_refundable": (_bool, "shipping_refundable"),
-        "retroactive_bereavement": (_bool, "retroactive_bereavement"),
-    },
-}
-KEYS = {"customers": "customer_id", "orders": "order_id", "policies": "policy_id"}
+def _date(v: Any) -> dt.date:
+    if isinstance(v, dt.datetime):
+        return v.date()
+    if isinstance(v, dt.date):
+        return v
+    try:
+        return dt.date.fromisoformat(_text(v)[:10] if isinstance(v, pd.Timestamp) else _text(v))
+    except ValueError:
+        raise ValueError(f"{v!r} is not a date (YYYY-MM-DD)") from None
+
+
+READERS = {"text": _text, "name": _upper, "int": _int, "percent": _percent, "money": _cents, "bool": _bool,
+           "date": _date}
+DTYPES = {"text": "object", "name": "object", "int": "int64", "percent": "int64", "money": "int64", "bool": "bool",
+          "date": "object"}  # datetime.date objects: DuckDB stores them as DATE
 
 
 @dataclass
 class Facts:
-    """The three fact tables, as typed DataFrames with the column names rules.py reads."""
+    """A pack's fact tables as typed DataFrames, with the column names rules.py reads (`as:`)."""
 
-    customers: pd.DataFrame
-    orders: pd.DataFrame
-    policies: pd.DataFrame
+    pack: Pack
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     folder: str | None = None
+    paths: dict[str, Path] = field(default_factory=dict)  # table -> the file it was read from
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {"customers": self.customers, "orders": self.orders, "policies": self.policies}
+        return self.frames
 
 
-def read_table(path: Path, name: str) -> pd.DataFrame:
+def _rows_of_file(path: Path, table: Table) -> tuple[list[str], list[tuple[int, dict]], str]:
+    """(column names, [(line or row number, row)], how to name a row) of one facts file."""
+    if path.suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            names = list(reader.fieldnames or [])
+            rows = [(reader.line_num, row) for row in reader]
+        return names, rows, "line"
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+    else:  # a DuckDB database file
+        import duckdb
+
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            df = con.execute(f'select * from "{table.db_table or table.name}"').df()
+        except duckdb.Error as e:
+            raise FactsError(f"{path}: table {table.db_table or table.name!r}: {e}") from None
+        finally:
+            con.close()
+    # Row numbers from 1, as a person counts them in a table viewer.
+    return list(df.columns), [(i + 1, row) for i, row in enumerate(df.to_dict("records"))], "row"
+
+
+def read_table(path: Path, table: Table) -> pd.DataFrame:
     """One facts file as a typed DataFrame.
 
-    Args:
-        path: the CSV file.
-        name: which schema of `SCHEMAS` it follows.
-
     Raises:
-        FactsError: naming the file, the line and the field of the first bad value.
+        FactsError: naming the file, the line (CSV) or row (Parquet, DuckDB) and the field of the first
+            bad value.
     """
-    schema = SCHEMAS[name]
     if not path.is_file():
-        raise FactsError(f"{path}: no such facts file (expected {name}.csv with columns {', '.join(schema)})")
-    columns: dict[str, list] = {col: [] for _, col in schema.values()}
-    seen: dict[str, int] = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in schema if c not in (reader.fieldnames or [])]
-        if missing:
-            raise FactsError(f"{path}:1: missing column(s) {', '.join(missing)}; found {reader.fieldnames}")
-        for row in reader:
-            line = reader.line_num
-            for field, (parse, col) in schema.items():
-                raw = row.get(field)
-                try:
-                    columns[col].append(parse(raw if raw is not None else ""))
-                except ValueError as e:
-                    raise FactsError(f"{path}:{line}: field {field!r}: {e}") from None
-            key = columns[schema[KEYS[name]][1]][-1]
-            if key in seen:
-                raise FactsError(f"{path}:{line}: field {KEYS[name]!r}: {key!r} repeats line {seen[key]}")
-            seen[key] = line
-    return pd.DataFrame(columns)
+        raise FactsError(f"{path}: no such facts file (expected table {table.name!r} with columns "
+                         f"{', '.join(table.columns)})")
+    names, rows, unit = _rows_of_file(path, table)
+    label = f"{path}" if path.suffix in FACT_FORMATS else f"{path}[{table.db_table or table.name}]"
+    missing = [c for c in table.columns if c not in names]
+    if missing:
+        raise FactsError(f"{label}:1: missing column(s) {', '.join(missing)}; found {names}")
+    columns: dict[str, list] = {c.name: [] for c in table.columns.values()}
+    seen: dict[Any, int] = {}
+    key = table.columns[table.key]
+    for n, row in rows:
+        for col in table.columns.values():
+            raw = row.get(col.source)
+            if isinstance(raw, float) and np.isnan(raw):
+                raw = None
+            try:
+                columns[col.name].append(READERS[col.type](raw if raw is not None else ""))
+            except ValueError as e:
+                where = f"{label}:{n}" if unit == "line" else f"{label} row {n}"
+                raise FactsError(f"{where}: field {col.source!r}: {e}") from None
+        k = columns[key.name][-1]
+        if k in seen:
+            where = f"{label}:{n}" if unit == "line" else f"{label} row {n}"
+            raise FactsError(f"{where}: field {table.key!r}: {k!r} repeats {unit} {seen[k]}")
+        seen[k] = n
+    return pd.DataFrame({c.name: pd.Series(columns[c.name], dtype=DTYPES[c.type]) for c in table.columns.values()})
 
 
-def load_facts(folder: str | Path) -> Facts:
-    """The facts folder (customers.csv, orders.csv, policies.csv) read and checked.
+def _file_in(folder: Path, table: Table) -> Path:
+    for ext in FACT_FORMATS:
+        if (folder / f"{table.name}{ext}").is_file():
+            return folder / f"{table.name}{ext}"
+    if table.file is not None and table.file.suffix in (".duckdb", ".db") and (folder / table.file.name).is_file():
+        return folder / table.file.name
+    return folder / f"{table.name}.csv"
+
+
+def load_facts(folder: str | Path | None = None, pack: Pack | str = "refunds") -> Facts:
+    """A pack's fact tables read and checked.
 
     Args:
-        folder: the folder holding the three files.
+        folder: a folder holding one file per table (`<table>.csv` or `<table>.parquet`) instead of the
+            pack's own files; None = the files pack.yaml names.
+        pack: the pack (or its name or folder).
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FactsError(f"{folder}: no such facts folder")
-    facts = Facts(**{name: read_table(folder / f"{name}.csv", name) for name in SCHEMAS}, folder=str(folder))
-    # An order of an unknown customer would silently derive nothing: say where it is instead.
-    known = set(facts.customers["customer_id"])
-    for row, customer in enumerate(facts.orders["customer_id"]):
-        if customer not in known:
-            raise FactsError(f"{folder / 'orders.csv'}:{row + 2}: field 'customer_id': {customer!r} is not in customers.csv")
+    pack = load_pack(pack) if not isinstance(pack, Pack) else pack
+    if folder is not None:
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise FactsError(f"{folder}: no such facts folder")
+    frames, paths = {}, {}
+    for table in pack.tables.values():
+        path = _file_in(folder, table) if folder is not None else table.file
+        if path is None:
+            raise FactsError(f"{pack.folder / 'pack.yaml'}: table {table.name!r} names no file (and no facts folder was given)")
+        frames[table.name], paths[table.name] = read_table(path, table), path
+    facts = Facts(pack, frames, str(folder) if folder is not None else str(pack.folder), paths)
+    check_references(facts)
     return facts
+
+
+def check_references(facts: Facts) -> None:
+    """Every reference points at an existing row: a dangling one would silently derive nothing."""
+    pack = facts.pack
+    for table in pack.tables.values():
+        for col in table.columns.values():
+            if col.references is None:
+                continue
+            target = pack.tables[col.references]
+            known = set(facts.frames[target.name][target.key_column])
+            values = facts.frames[table.name][col.name]
+            bad = ~values.isin(known)
+            if bad.any():
+                row = int(np.flatnonzero(bad.to_numpy())[0])
+                path, target_path = facts.paths.get(table.name), facts.paths.get(target.name)
+                where = (f"{path}:{row + 2}" if path is not None and path.suffix == ".csv"
+                         else f"{path or table.name} row {row + 1}")
+                raise FactsError(f"{where}: field {col.source!r}: {values.iloc[row]!r} is not in "
+                                 f"{target_path.name if target_path is not None else target.name}")
+
+
+def empty_facts(pack: Pack) -> Facts:
+    """Fact tables with no rows, for their column types only (when the facts live in the user's tables)."""
+    return Facts(pack, {t.name: pd.DataFrame({c.name: pd.Series(dtype=DTYPES[c.type]) for c in t.columns.values()})
+                        for t in pack.tables.values()})

@@ -12,6 +12,10 @@
   `replay_only` (or VERIFYBENCH_REPLAY_ONLY=1) turns a cache miss into that case's error instead of a
   call. API keys are read from the environment at call time and written nowhere; error texts are
   scrubbed of them.
+- The judge's offending claim (its quote of the response) is located in the response after the reply,
+  exactly, then fuzzily at `verifybench.locate.MIN_SIMILARITY` or more, and returned as the verdict's one
+  unit, scored with the case's probability; a claim that cannot be placed stays a unit without offsets
+  ("not localized", with the reason). The request, and so the cache key, does not change.
 - `inject`: judge each case a second time with an attack from a BIPIA attack file inserted into its
   first source, and record whether the verdict flipped (the score stays the clean one).
 """
@@ -30,7 +34,8 @@ from typing import Any, Literal
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from verifybench.cases import Case, Verdict
+from verifybench.cases import Case, Unit, Verdict
+from verifybench.locate import locate_quote
 from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.llm import Completion, LLMClient, LLMOptions, Prices, Usage, json_object
 
@@ -127,6 +132,20 @@ def logprob_probability(completion: Completion) -> float | None:
     return None
 
 
+def claim_units(response: str, claim: str | None, score: float, reason: str | None) -> list[Unit]:
+    """The judge's offending claim as a unit of the response: with offsets where it can be located
+    (`locate_quote`), without them ("not localized", and why) where it cannot; none for an empty claim."""
+    if not claim or not claim.strip():
+        return []
+    where = locate_quote(response, claim)
+    if isinstance(where, str):
+        return [Unit(text=claim, score=score, status="not localized", evidence=reason or None,
+                     detail={"located": None, "why": where})]
+    return [Unit(text=response[where.start:where.end], score=score, status="offending claim", evidence=reason or None,
+                 start=where.start, end=where.end,
+                 detail={"located": where.method, "similarity": round(where.similarity, 1), "claim": claim})]
+
+
 class JudgeVerifier(Verifier):
     name = "judge"
     description = "LLM-as-judge: a model reads sources and response and returns a JSON verdict; score = P(hallucinated)"
@@ -219,7 +238,9 @@ class JudgeVerifier(Verifier):
             }
             if o.inject:
                 detail.update(self._injected(case, majority, stats))
-            verdict = Verdict(case_id=case.id, verifier=self.id, score=sum(probs) / len(probs), detail=detail)
+            score = sum(probs) / len(probs)
+            verdict = Verdict(case_id=case.id, verifier=self.id, score=score, detail=detail,
+                              units=claim_units(case.response, answers[0].claim, score, answers[0].reason))
         except Exception as e:  # noqa: BLE001 - this case's error, counted; the batch goes on
             verdict = self.error_verdict(case, e)
         verdict.usage = stats.as_dict()

@@ -48,7 +48,9 @@ class LocalServer:
         self.n_ctx = n_ctx
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1",
+        # Through the orphan guard: the server exits when this process dies, however it dies.
+        cmd = [sys.executable, "-m", "verifybench.verifiers.llm.orphan_guard", str(os.getpid()),
+               "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1",
                "--port", str(self.port), "--n_ctx", str(n_ctx), "--logits_all", "true"]
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"verifybench-llama-{self.port}.log"
         self.proc = subprocess.Popen(cmd, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT)

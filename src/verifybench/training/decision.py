@@ -1,6 +1,6 @@
 """Fit the local decision model from the public data in ../shared/datasets, and evaluate it held out.
 
-    python -m verifybench.verifiers.decision.train [--data-dir DIR] [--out params/local-v1.json]
+    python -m verifybench.training.decision [--data-dir DIR] [--out params/local-v1.json]
 
 Reproducible: every sample and split is a seeded hash, the fit is deterministic (lbfgs). Per question:
 
@@ -9,6 +9,10 @@ Reproducible: every sample and split is a seeded hash, the fit is deterministic 
 | injection | BIPIA train (email, code, 250 table contexts; three attacks per context) + Tensor Trust train hash split (attacks) + benign passages and short benign text (AttributionBench dev references and their sentences; HaluEval qa knowledge, its sentences and right answers of the train hash split) | BIPIA test (clean + one attack per context, 3 positions) and Tensor Trust test hash split |
 | citation | AttributionBench dev | AttributionBench test and test_ood |
 | contradiction | HaluEval qa, rows whose knowledge hashes to train (1,200 rows: right answer = 0, hallucinated = 1) | HaluEval qa rows whose knowledge hashes to test (500 rows) |
+
+HaluEval rows come from the `halueval` loader's own `holdout:` split with its defaults, the split the
+`decision-halueval` suite evaluates on (`holdout: test`), so a changed default moves both sides together.
+Thresholds are chosen by the metrics layer (`select_threshold` on a `threshold_curve`).
 | relevance | same HaluEval train rows: own knowledge = 2, the most similar other knowledge = 1, a random one = 0 | same construction on the test rows |
 
 The train side is cut by hash into a fit part (75%) for the logistic regression and a calibration part
@@ -31,9 +35,11 @@ import numpy as np
 
 from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
-from verifybench.loaders.holdout import hash_fraction, hash_split
+from verifybench.loaders.halueval import halueval
+from verifybench.loaders.holdout import hash_fraction
 from verifybench.loaders.tensortrust import tensortrust
 from verifybench.metrics.curves import auroc, confusion_at, rates, threshold_curve
+from verifybench.metrics.thresholds import Target, select_threshold
 from verifybench.verifiers.base import default_cache
 from verifybench.verifiers.decision.features import Featurizer, windows
 from verifybench.verifiers.decision.local_model import DEFAULT_PARAMS, LinearHead, LocalDecisionModel
@@ -104,17 +110,18 @@ def injection_units(data: Path, split: str) -> list[tuple[str, str, int, tuple[i
 
 
 def halueval_rows(data: Path, split: str, cap: int | None = None) -> list[dict]:
-    """HaluEval qa rows whose knowledge text hashes to `split` (30% test), in file order."""
-    rows = []
-    with open(data / "halueval" / "qa_data.json", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            side = hash_split(r["knowledge"], 0.3, seed=0)  # the `halueval` loader's `holdout` split
-            if side == split:
-                rows.append(r)
-            if cap and len(rows) >= cap:
-                break
-    return rows
+    """HaluEval qa rows on the `split` side of the `halueval` loader's holdout, in file order.
+
+    The loader yields each row as a right then a hallucinated case sharing `meta.group`; they are joined
+    back into the row's fields.
+    """
+    rows: dict[int, dict] = {}
+    for c in cases(halueval(data / "halueval" / "qa_data.json", holdout=split)):
+        row = rows.setdefault(c.meta["group"], {"question": c.question, "knowledge": c.sources[0].text})
+        row["hallucinated_answer" if c.label else "right_answer"] = c.response
+        if cap and len(rows) >= cap and len(row) == 4:
+            break
+    return list(rows.values())
 
 
 # ---------- fitting ----------
@@ -135,15 +142,12 @@ def fit_head(X: np.ndarray, y: np.ndarray, classes: list[str], C: float, platt_X
 
 
 def pick_threshold(y: np.ndarray, p: np.ndarray, min_precision: float | None, weight=None) -> float:
+    """The metrics layer's choice: the most recall at precision >= `min_precision`, else max F1."""
     curve = threshold_curve(y, p, sample_weight=weight)
-    prec = curve.tp / np.maximum(curve.tp + curve.fp, 1)
-    rec = curve.tp / max(curve.tp[-1] + curve.fn[-1], 1)
-    if min_precision is not None:
-        ok = np.flatnonzero(prec >= min_precision)
-        if len(ok):
-            return float(curve.thresholds[ok[np.argmax(rec[ok])]])
-    f1 = 2 * prec * rec / np.maximum(prec + rec, 1e-9)
-    return float(curve.thresholds[int(np.argmax(f1))])
+    i = select_threshold(curve, Target("precision", min_precision)) if min_precision is not None else None
+    if i is None:
+        i = select_threshold(curve, Target("fbeta", 1.0))
+    return float(curve.thresholds[i])
 
 
 def summary(y, p, threshold: float) -> dict:

@@ -1,37 +1,22 @@
 """The refund policy as an executable knowledge graph (RelationalAI semantics DSL): the one module a
-domain expert reviews.
+domain expert reviews. A domain pack of verifybench's `graph` verifier (see pack.yaml and docs/graph.md).
 
-Concepts: Customer, Order, RefundPolicy. Facts come from the three tables of facts.py. Every rule below
-derives values an LLM may claim about an order; each derived value carries the id of the rule that
-produced it (listed in `RULES` with a plain statement and the facts it reads) and the policy it applied,
-so a verdict can show its proof.
+Concepts: Customer, Order, RefundPolicy, from the tables customers, orders and policies. An order is
+governed by the policy of its customer's tier. Every value a claim is checked against is a relationship
+of Order with three fields: the value, the id of the rule that derived it (described in `RULES`), and
+the id of the policy it applied ("-" when none did).
 
-Why multi-valued relationships and not Properties: on RelationalAI's DuckDB backend, two rules that
-derive different values for one Property are merged with MAX without a word. A Relationship keeps every
-derived value; two different values for one order and claim type is a conflict inside the knowledge
-graph, which gate 2 reports as its own status (e.g. two policies for one tier).
+Why relationships and not Properties: on RelationalAI's DuckDB backend, two rules that derive different
+values for one Property are merged with MAX without a word. A relationship keeps every derived value; two
+different values for one order is a conflict inside the knowledge graph, which gate 2 reports as its own
+status (e.g. two policies for one tier).
 
-Money is integer cents throughout. In `Order.derives` (what gate 2 joins claims against) every value is
-text in the normal form of claims.py: tiers and methods upper-case, booleans `true`/`false`, money as
-cents, days as a whole number.
+Money is integer cents throughout.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # importing relationalai takes seconds: only building a graph does it
-    from relationalai.semantics import Model
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One derivation rule: what it says, and the facts (`order.*`, `customer.*`, `policy.*`) it reads."""
-
-    text: str
-    facts: tuple[str, ...] = field(default_factory=tuple)
-
+from verifybench.verifiers.graph.pack import NO_BASIS, Rule
 
 # Facts every policy rule reads to find the policy that applies: the order's customer and their tier.
 _POLICY_LOOKUP = ("order.customer_id", "customer.tier", "policy.tier")
@@ -71,33 +56,20 @@ RULES: dict[str, Rule] = {
                                     "retroactive bereavement requests", (*_POLICY_LOOKUP, "policy.retroactive_bereavement")),
 }
 
-# The claim types gate 2 can check: each is a value of `Order.derives`. claims.py gives their value kinds.
-CLAIM_TYPES = ("customer_tier", "defective", "return_window_days", "refund_method", "refund_eligible",
-               "restocking_fee", "shipping_refundable", "refund_amount", "bereavement_refund")
 
-NO_POLICY = "-"  # the policy field of a value no policy produced (tier, defective)
-
-
-@dataclass
-class RefundGraph:
-    """The concepts and relationships of a built model, for queries."""
-
-    model: Model
-    Customer: object
-    Order: object
-    RefundPolicy: object
-
-
-def define_refund_kg(model: Model, customers, orders, policies) -> RefundGraph:
+def define(model, tables) -> dict:
     """Declare the concepts, load the facts and add every rule to `model`.
 
     Args:
         model: an empty RelationalAI Model.
-        customers, orders, policies: the fact tables (`model.Table(...)`) with the columns of facts.py.
+        tables: the fact tables by name (`model.Table(...)`), with the columns of pack.yaml (`as:` names).
+
+    Returns: the concepts by name; `Order` is the subject of claims.
     """
     from relationalai.semantics import Bool, Integer, String
-    from relationalai.semantics.std import math, strings
+    from relationalai.semantics.std import math
 
+    customers, orders, policies = tables["customers"], tables["orders"], tables["policies"]
     Customer = model.Concept("Customer", identify_by={"customer_id": String})
     Order = model.Concept("Order", identify_by={"order_id": String})
     RefundPolicy = model.Concept("RefundPolicy", identify_by={"policy_id": String})
@@ -137,57 +109,57 @@ def define_refund_kg(model: Model, customers, orders, policies) -> RefundGraph:
     Order.policy = model.Relationship(f"{Order} is governed by {RefundPolicy}")
     model.where(Order.customer(c), c.tier == p.tier).define(Order.policy(p))
 
+    # --- values a claim is checked against: (value, rule, policy id) -------------------------------
+    Order.customer_tier = model.Relationship(f"{Order} has customer tier {String:tier} by {String:rule} under {String:basis}")
+    model.where(Order.customer(c)).define(Order.customer_tier(c.tier, "tier_from_customer", NO_BASIS))
+
+    Order.is_defective = model.Relationship(f"{Order} is found defective {Bool:defective} by {String:rule} under {String:basis}")
+    model.where(Order.defective == True).define(Order.is_defective(True, "defective_from_order", NO_BASIS))
+    model.where(Order.defective == False).define(Order.is_defective(False, "defective_from_order", NO_BASIS))
+
+    Order.return_window = model.Relationship(f"{Order} may be returned within {Integer:days} days by {String:rule} under {String:basis}")
+    Order.refund_method = model.Relationship(f"{Order} is refunded by {String:method} by {String:rule} under {String:basis}")
+    Order.bereavement = model.Relationship(
+        f"{Order} gets a retroactive bereavement refund {Bool:granted} by {String:rule} under {String:basis}")
+    model.where(Order.policy(p)).define(
+        Order.return_window(p.return_window_days, "window_from_policy", p.policy_id),
+        Order.refund_method(p.refund_method, "method_from_policy", p.policy_id),
+        Order.bereavement(p.retroactive_bereavement, "bereavement_from_policy", p.policy_id))
+
     # --- eligibility ------------------------------------------------------------------------------
-    Order.eligible = model.Relationship(f"{Order} is refund eligible {Bool:eligible} by {String:rule} under {RefundPolicy}")
+    Order.eligible = model.Relationship(f"{Order} is refund eligible {Bool:eligible} by {String:rule} under {String:basis}")
     within = Order.days_since_delivery <= p.return_window_days
     model.where(Order.policy(p), Order.final_sale == False, within).define(
-        Order.eligible(True, "eligible_in_window", p))
+        Order.eligible(True, "eligible_in_window", p.policy_id))
     model.where(Order.policy(p), Order.defective == True, within).define(
-        Order.eligible(True, "eligible_defective_in_window", p))
+        Order.eligible(True, "eligible_defective_in_window", p.policy_id))
     model.where(Order.policy(p), Order.final_sale == True, Order.defective == False).define(
-        Order.eligible(False, "final_sale_not_eligible", p))
+        Order.eligible(False, "final_sale_not_eligible", p.policy_id))
     model.where(Order.policy(p), Order.days_since_delivery > p.return_window_days).define(
-        Order.eligible(False, "window_expired_not_eligible", p))
+        Order.eligible(False, "window_expired_not_eligible", p.policy_id))
 
     # --- restocking fee and shipping --------------------------------------------------------------
-    Order.restocking_fee = model.Relationship(f"{Order} owes restocking fee {Integer:cents} by {String:rule} under {RefundPolicy}")
+    Order.restocking_fee = model.Relationship(f"{Order} owes restocking fee {Integer:cents} by {String:rule} under {String:basis}")
     model.where(Order.policy(p), Order.defective == True).define(
-        Order.restocking_fee(0, "fee_waived_defective", p))
+        Order.restocking_fee(0, "fee_waived_defective", p.policy_id))
     model.where(Order.policy(p), Order.defective == False).define(
-        Order.restocking_fee(math.floor_divide(Order.amount_cents * p.restocking_fee_pct + 50, 100), "fee_from_policy", p))
+        Order.restocking_fee(math.floor_divide(Order.amount_cents * p.restocking_fee_pct + 50, 100), "fee_from_policy",
+                             p.policy_id))
 
-    Order.shipping_back = model.Relationship(f"{Order} has shipping refundable {Bool:refundable} by {String:rule} under {RefundPolicy}")
+    Order.shipping_back = model.Relationship(f"{Order} has shipping refundable {Bool:refundable} by {String:rule} under {String:basis}")
     model.where(Order.policy(p), Order.defective == True).define(
-        Order.shipping_back(True, "shipping_defective", p))
+        Order.shipping_back(True, "shipping_defective", p.policy_id))
     model.where(Order.policy(p), Order.defective == False).define(
-        Order.shipping_back(p.shipping_refundable, "shipping_from_policy", p))
+        Order.shipping_back(p.shipping_refundable, "shipping_from_policy", p.policy_id))
 
-    # --- refund amount ----------------------------------------------------------------------------
-    Order.refund = model.Relationship(f"{Order} is refunded {Integer:cents} by {String:rule} under {RefundPolicy}")
-    r1, r2, r3 = String.ref(), String.ref(), String.ref()
+    # --- refund amount: the eligibility, fee and shipping of the same policy ------------------------
+    Order.refund = model.Relationship(f"{Order} is refunded {Integer:cents} by {String:rule} under {String:basis}")
+    r1, r2, r3, pid = String.ref(), String.ref(), String.ref(), String.ref()
     fee = Integer.ref()
-    model.where(Order.eligible(False, r1, p)).define(Order.refund(0, "amount_not_eligible", p))
-    model.where(Order.eligible(True, r1, p), Order.restocking_fee(fee, r2, p), Order.shipping_back(True, r3, p)).define(
-        Order.refund(Order.amount_cents - fee + Order.shipping_cents, "amount_with_shipping", p))
-    model.where(Order.eligible(True, r1, p), Order.restocking_fee(fee, r2, p), Order.shipping_back(False, r3, p)).define(
-        Order.refund(Order.amount_cents - fee, "amount_without_shipping", p))
+    model.where(Order.eligible(False, r1, pid)).define(Order.refund(0, "amount_not_eligible", pid))
+    model.where(Order.eligible(True, r1, pid), Order.restocking_fee(fee, r2, pid), Order.shipping_back(True, r3, pid)).define(
+        Order.refund(Order.amount_cents - fee + Order.shipping_cents, "amount_with_shipping", pid))
+    model.where(Order.eligible(True, r1, pid), Order.restocking_fee(fee, r2, pid), Order.shipping_back(False, r3, pid)).define(
+        Order.refund(Order.amount_cents - fee, "amount_without_shipping", pid))
 
-    # --- the claim view: every checkable value as normalised text, with its rule and policy ------
-    Order.derives = model.Relationship(
-        f"{Order} derives {String:claim_type} = {String:value} by {String:rule} under {String:policy_id}")
-    rule, n = String.ref(), Integer.ref()
-    model.where(Order.customer(c)).define(Order.derives("customer_tier", c.tier, "tier_from_customer", NO_POLICY))
-    for flag, text in ((True, "true"), (False, "false")):
-        model.where(Order.defective == flag).define(Order.derives("defective", text, "defective_from_order", NO_POLICY))
-        model.where(Order.eligible(flag, rule, p)).define(Order.derives("refund_eligible", text, rule, p.policy_id))
-        model.where(Order.shipping_back(flag, rule, p)).define(Order.derives("shipping_refundable", text, rule, p.policy_id))
-        model.where(Order.policy(p), p.retroactive_bereavement == flag).define(
-            Order.derives("bereavement_refund", text, "bereavement_from_policy", p.policy_id))
-    model.where(Order.policy(p)).define(
-        Order.derives("return_window_days", strings.string(p.return_window_days), "window_from_policy", p.policy_id),
-        Order.derives("refund_method", p.refund_method, "method_from_policy", p.policy_id))
-    model.where(Order.restocking_fee(n, rule, p)).define(
-        Order.derives("restocking_fee", strings.string(n), rule, p.policy_id))
-    model.where(Order.refund(n, rule, p)).define(Order.derives("refund_amount", strings.string(n), rule, p.policy_id))
-
-    return RefundGraph(model=model, Customer=Customer, Order=Order, RefundPolicy=RefundPolicy)
+    return {"Customer": Customer, "Order": Order, "RefundPolicy": RefundPolicy}

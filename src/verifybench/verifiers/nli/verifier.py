@@ -1,0 +1,283 @@
+"""The `nli` verifier: any NLI or consistency model, applied so that long sources are never cut off.
+
+1. The response is cut into hypothesis units: sentences (pysbd, default), atomic claims (the anchors
+   claim splitter), or the whole response (`aggregate: minicheck` and `pair`).
+2. Each source is cut into premise windows: sentences packed up to a token budget, consecutive windows
+   sharing `window_overlap` sentences. The budget is what the model's `max_length` leaves after the
+   special tokens and the case's longest unit (or `window_tokens`), so every pair fits whole.
+3. Optionally only the `top_k_windows` windows per unit that the project's embedding model (MiniLM, the
+   anchors encoder and its cache) ranks closest are scored: a large saving on long sources.
+4. Every (window, unit) pair of the batch is scored once (cached by model, premise hash and hypothesis
+   hash), as P(entailed) from the model's entailment label (softmax) or its one output (sigmoid).
+5. Aggregation (`aggregate`):
+   - `summac` (default): SummaC-ZS. A unit's support is its best window's probability; the case's
+     support is the weakest unit's (`claim_reduce: min`) or the mean (`claim_reduce: mean`).
+   - `minicheck`: MiniCheck. The whole response is one hypothesis; support = its best window's.
+   - `pair`: plain pair scoring, all sources joined against the whole response, as the model was
+     trained to read them; a pair too long for the model is cut and the verdict says so.
+Case score = 1 - support: a probability that the response is hallucinated. Each unit of the verdict
+carries its offsets, its best window (evidence, source id, window offsets) and its probability.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from verifybench.cases import Case, Unit, Verdict
+from verifybench.errors import SuiteError
+from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+from verifybench.verifiers.anchors.text import claims, detect_language, sentences
+from verifybench.verifiers.base import Verifier, default_cache, operational
+from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
+from verifybench.verifiers.nli.windows import Piece, Window, cut_pieces, pack_windows
+
+MEMO_ITEMS = 4096  # sources whose sentences, token counts and windows are kept between batches
+
+
+class NLIOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(..., description="a Hugging Face hub name or a local folder")
+    backend: Literal["auto", "transformers", "cross-encoder"] = Field(
+        "auto", description="auto: cross-encoder for a sentence-transformers CrossEncoder folder, else transformers")
+    revision: str | None = Field(None, description="a hub revision (branch, tag or commit)")
+    tokenizer: str | None = Field(None, description="a tokenizer other than the model's own (HHEM: google/flan-t5-base)")
+    trust_remote_code: bool = Field(False, description="run the model repository's own Python code (HHEM needs it)")
+    pair_template: str | None = Field(None, description="read each pair as one text, e.g. "
+                                      "'{premise}</s>{hypothesis}'; default: the tokenizer's sentence pair")
+    entail_label: str | int | None = Field(None, description="the label (name or index) meaning 'supported'; "
+                                           "default: a label named entailment/supported/consistent")
+    max_length: int | None = Field(None, ge=16, description="tokens the model reads; default: the model's own limit")
+    batch_size: int = operational(16, ge=1)
+    device: str = operational("auto", description="auto (cuda when available), cpu, cuda, cuda:1, mps")
+    aggregate: Literal["summac", "minicheck", "pair"] = "summac"
+    claim_reduce: Literal["min", "mean"] = Field("min", description="(summac) how unit supports combine")
+    hypothesis: Literal["sentences", "claims"] = Field("sentences", description="(summac) how the response is cut")
+    language: Literal["auto", "en", "ru"] = "auto"
+    window_tokens: int | None = Field(None, ge=8, description="premise window budget in tokens; default: what "
+                                      "max_length leaves after the case's longest hypothesis unit")
+    window_sentences: int | None = Field(None, ge=1, description="at most this many sentences per window")
+    window_overlap: int = Field(1, ge=0, description="sentences shared by consecutive windows")
+    min_window_tokens: int = Field(64, ge=8, description="a hypothesis unit longer than max_length minus this "
+                                   "is cut into pieces, so windows keep at least this many tokens")
+    top_k_windows: int | None = Field(None, ge=1, description="score only the k windows per unit that the "
+                                      "embedding model ranks closest; default: every window")
+    selector_model: str = Field("minilm", description="(top_k_windows) the embedding model ranking windows")
+    support_threshold: float = Field(0.5, description="labels units supported/unsupported in the details only")
+    cache_dir: str | None = operational(default_factory=lambda: default_cache("nli"), description="null: no disk cache")
+    embedding_cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"),
+                                                  description="(top_k_windows) the anchors embedding cache")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.pair_template is not None and not ("{premise}" in self.pair_template and "{hypothesis}" in self.pair_template):
+            raise ValueError("pair_template must contain {premise} and {hypothesis}")
+        if self.top_k_windows is not None and self.aggregate == "pair":
+            raise ValueError("top_k_windows needs windows: aggregate summac or minicheck")
+        return self
+
+
+class _Prepared:
+    """One case cut into units and windows, and which windows each unit is scored against."""
+
+    __slots__ = ("case", "language", "pieces", "windows", "window_tokens", "chosen", "cosine", "error")
+
+    def __init__(self, case: Case, error: BaseException | None = None):
+        self.case, self.error = case, error
+        self.language = "en"
+        self.pieces: list[Piece] = []
+        self.windows: list[Window] = []
+        self.window_tokens: int | None = None
+        self.chosen: list[list[int]] = []
+        self.cosine: list[list[float]] | None = None
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+class NLIVerifier(Verifier):
+    name = "nli"
+    description = ("any NLI / consistency model (transformers classifier or CrossEncoder): source windows x "
+                   "response sentences, SummaC- or MiniCheck-style aggregation")
+    probabilistic = True
+    Options = NLIOptions
+    lazy = ("_cache", "_selector")
+
+    def __init__(self, id: str | None = None, **options):
+        super().__init__(id, **options)
+        o = self.options
+        self.model = PairModel(o.model, o.backend, o.revision, o.tokenizer, o.pair_template, o.trust_remote_code,
+                               o.max_length, o.device, o.batch_size)
+        # The config only (a small JSON file, no weights): a wrong label is a suite error before any case.
+        self.labels = self.model.labels()
+        self.entail_index = resolve_entail_label(self.labels, o.entail_label, f"verifier {self.id!r} (nli)")
+        self._memo: dict[tuple, object] = {}
+        self._cached_share = 0.0
+
+    @property
+    def cache(self) -> PairCache:
+        return self._build_once("_cache", lambda: PairCache(self.model.model_id, self.options.cache_dir))
+
+    @property
+    def selector(self) -> CachedEncoder:
+        return self._build_once("_selector", lambda: CachedEncoder(make_encoder(self.options.selector_model),
+                                                                   self.options.embedding_cache_dir))
+
+    def __getstate__(self):
+        # The model's weights stay behind too (PairModel drops them); the sentence memo starts afresh.
+        return {**super().__getstate__(), "_memo": {}}
+
+    # -- cutting --------------------------------------------------------------------------------------
+    def _language(self, text: str) -> str:
+        return detect_language(text) if self.options.language == "auto" else self.options.language
+
+    def _memoised(self, key: tuple, make):
+        if key not in self._memo:
+            if len(self._memo) > MEMO_ITEMS:
+                self._memo.clear()
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def _windows(self, text: str, source_id: str, budget: int) -> list[Window]:
+        o, lang = self.options, self._language(text)
+        h = _sha(text)
+        sents, counts = self._memoised(("sentences", h, lang), lambda: self._sentences(text, lang))
+        return self._memoised(
+            ("windows", h, source_id, lang, budget, o.window_overlap, o.window_sentences),
+            lambda: pack_windows(text, source_id, sents, counts, budget, o.window_overlap, o.window_sentences,
+                                 self.model.count))
+
+    def _sentences(self, text: str, lang: str):
+        sents = sentences(text, lang)
+        return sents, self.model.count([s.text for s in sents])
+
+    def _prepare(self, case: Case) -> _Prepared:
+        o, model = self.options, self.model
+        sources = [s for s in case.sources if s.text.strip()]
+        if not sources:
+            raise ValueError("case has no source text; nli needs at least one source")
+        p = _Prepared(case)
+        p.language = lang = self._language(case.response)
+        room = model.max_length - model.overhead  # tokens for premise + hypothesis together
+        text = case.response
+        if o.aggregate == "pair":
+            premise = "\n\n".join(s.text for s in sources)
+            stripped = text.strip()
+            start = text.find(stripped) if stripped else 0
+            if stripped:
+                p.pieces = [Piece(stripped, start, start + len(stripped), model.count([stripped])[0])]
+            p.windows = [Window(premise, sources[0].id if len(sources) == 1 else "+".join(s.id for s in sources),
+                                0, len(premise), model.count([premise])[0], 0)]
+            p.chosen = [[0] for _ in p.pieces]
+            return p
+        if o.aggregate == "minicheck":
+            stripped = text.strip()
+            spans = [(stripped, text.find(stripped), text.find(stripped) + len(stripped))] if stripped else []
+        elif o.hypothesis == "claims":
+            spans = [(c.text, c.start, c.end) for c in claims(text, lang, split=True)]
+        else:
+            spans = [(s.text, s.start, s.end) for s in sentences(text, lang)]
+        if o.window_tokens is not None:
+            hyp_budget = room - o.window_tokens
+            if hyp_budget < 8:
+                raise SuiteError(f"verifier {self.id!r} (nli): window_tokens {o.window_tokens} leaves "
+                                 f"{hyp_budget} tokens for the hypothesis in max_length {model.max_length}")
+        else:
+            hyp_budget = room - min(o.min_window_tokens, room // 2)
+        p.pieces = cut_pieces(text, spans, model.count([t for t, _, _ in spans]), hyp_budget, model.count)
+        if not p.pieces:
+            return p
+        p.window_tokens = o.window_tokens or room - max(x.tokens for x in p.pieces)
+        p.windows = [w for s in sources for w in self._windows(s.text, s.id, p.window_tokens)]
+        if not p.windows:
+            raise ValueError("the sources have no sentence to check the response against")
+        p.chosen = [list(range(len(p.windows))) for _ in p.pieces]
+        return p
+
+    def _select(self, prepared: list[_Prepared]) -> None:
+        """Keep, per unit, the `top_k_windows` windows closest to it by embedding cosine."""
+        k = self.options.top_k_windows
+        todo = [p for p in prepared if p.error is None and p.pieces and len(p.windows) > k]
+        if not todo:
+            return
+        units = list(dict.fromkeys(x.text for p in todo for x in p.pieces))
+        wins = list(dict.fromkeys(w.text for p in todo for w in p.windows))
+        uvec = dict(zip(units, self.selector.encode(units, "query")))
+        wvec = dict(zip(wins, self.selector.encode(wins, "passage")))
+        for p in todo:
+            sims = np.stack([uvec[x.text] for x in p.pieces]) @ np.stack([wvec[w.text] for w in p.windows]).T
+            order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+            p.chosen = [sorted(row.tolist()) for row in order]
+            p.cosine = [[float(sims[i, j]) for j in p.chosen[i]] for i in range(len(p.pieces))]
+
+    # -- scoring --------------------------------------------------------------------------------------
+    def verify(self, batch: list[Case]) -> list[Verdict]:
+        prepared = []
+        for case in batch:
+            try:
+                prepared.append(self._prepare(case))
+            except SuiteError:
+                raise
+            except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
+                prepared.append(_Prepared(case, e))
+        if self.options.top_k_windows:
+            self._select(prepared)
+        # Every pair of the batch in one call: batching across cases is where the throughput is.
+        pairs = list(dict.fromkeys((p.windows[j].text, x.text) for p in prepared if p.error is None
+                                   for x, chosen in zip(p.pieces, p.chosen) for j in chosen))
+        hits, misses = self.cache.hits, self.cache.misses
+        logits, truncated = self.cache.get_or_compute(pairs, self.model.logits) if pairs else ([], np.zeros(0, bool))
+        looked_up = (self.cache.hits - hits) + (self.cache.misses - misses)
+        self._cached_share = (self.cache.hits - hits) / looked_up if looked_up else 0.0
+        probs = entail_probability(np.stack(logits), self.entail_index) if pairs else np.zeros(0)
+        table = {pair: (float(pr), bool(t)) for pair, pr, t in zip(pairs, probs, truncated)}
+        out = []
+        for p in prepared:
+            if p.error is not None:
+                out.append(self.error_verdict(p.case, p.error))
+                continue
+            try:
+                out.append(self._judge(p, table))
+            except Exception as e:  # noqa: BLE001
+                out.append(self.error_verdict(p.case, e))
+        return out
+
+    def _judge(self, p: _Prepared, table: dict) -> Verdict:
+        o, case = self.options, p.case
+        detail = {"aggregate": o.aggregate, "language": p.language, "windows": len(p.windows),
+                  "window_tokens": p.window_tokens, "batch_pairs_cached": round(self._cached_share, 3)}
+        if not p.pieces:
+            return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=[],
+                           detail={**detail, "claims": 0, "pairs": 0, "truncated_pairs": 0})
+        units, supports, n_pairs, n_trunc = [], [], 0, 0
+        for i, piece in enumerate(p.pieces):
+            scored = [(j, *table[(p.windows[j].text, piece.text)]) for j in p.chosen[i]]
+            n_pairs += len(scored)
+            n_trunc += sum(t for _, _, t in scored)
+            j, prob, trunc = max(scored, key=lambda r: r[1])
+            w = p.windows[j]
+            supports.append(prob)
+            unit_detail = {"p_entail": prob, "source_id": w.source_id, "window": w.index,
+                           "window_start": w.start, "window_end": w.end, "windows_scored": len(scored),
+                           "truncated": trunc}
+            if piece.part is not None:
+                unit_detail["part"] = f"{piece.part[0]}/{piece.part[1]}"
+            if piece.text != case.response[piece.start:piece.end]:
+                unit_detail["scored_text"] = piece.text
+            if p.cosine is not None:
+                unit_detail["cosine"] = p.cosine[i][p.chosen[i].index(j)]
+            units.append(Unit(text=case.response[piece.start:piece.end], score=1.0 - prob,
+                              status="supported" if prob >= o.support_threshold else "unsupported",
+                              evidence=w.text, start=piece.start, end=piece.end, detail=unit_detail))
+        if o.aggregate == "summac" and o.claim_reduce == "mean":
+            support = float(np.mean(supports))
+        else:
+            # min: one unsupported unit (or one unsupported part of a cut response) makes the case.
+            support = float(min(supports))
+        return Verdict(case_id=case.id, verifier=self.id, score=1.0 - support, units=units,
+                       detail={**detail, "claims": len(units), "pairs": n_pairs, "truncated_pairs": n_trunc})

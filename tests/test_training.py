@@ -1,0 +1,222 @@
+"""Training commands: the data they read (never an evaluation split), the perturbation generators, the
+inference windowing mirrored by the development scoring, and the shipped consistency model's hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verifybench.loaders.halueval import halueval
+from verifybench.training import decision, perturb
+from verifybench.training.pairs import (
+    DataMix,
+    Windower,
+    build_pairs,
+    dev_cases,
+    doc_key,
+    halueval_rows,
+    is_dev,
+)
+from verifybench.training.windows import WindowSpec, pack, score_pairs
+
+MODEL_DIR = Path(decision.__file__).resolve().parents[1] / "models" / "consistency-minilm"
+
+
+def words(texts: list[str]) -> list[int]:
+    return [len(t.split()) for t in texts]
+
+
+# ---------- decision training uses the loader's holdout and the metrics layer ----------
+
+def test_decision_rows_come_from_the_loaders_holdout(data_dir):
+    qa = data_dir / "halueval" / "qa_data.json"
+    test_knowledge = {c.sources[0].text for c in halueval(qa, holdout="test")}
+    train = decision.halueval_rows(data_dir, "train", cap=300)
+    test = decision.halueval_rows(data_dir, "test", cap=300)
+    assert len(train) == len(test) == 300
+    assert not {r["knowledge"] for r in train} & test_knowledge
+    assert {r["knowledge"] for r in test} <= test_knowledge
+    assert all(set(r) == {"question", "knowledge", "right_answer", "hallucinated_answer"} for r in train)
+    assert all(r["right_answer"] != r["hallucinated_answer"] for r in train)
+
+
+def test_decision_thresholds_are_the_metrics_layers_choice():
+    y = np.array([1, 1, 0, 1, 0, 0, 0, 1])
+    p = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2])
+    # Max F1: flag the top 4 (tp 3, fp 1, fn 1): F1 0.75, the best on this curve.
+    assert decision.pick_threshold(y, p, None) == 0.6
+    # Precision >= 0.99 holds only for the top two.
+    assert decision.pick_threshold(y, p, 0.99) == 0.8
+    # Unreachable precision (weights make every negative count 100x) falls back to max F1.
+    w = np.where(y == 1, 1.0, 100.0)
+    assert decision.pick_threshold(y, p, 1.01, w) == decision.pick_threshold(y, p, None, w)
+
+
+# ---------- windows as the nli verifier cuts them ----------
+
+def test_pack_respects_budget_and_overlap():
+    sents = ["a b c", "d e", "f g h i", "j", "k l m n o p"]
+    wins = pack(sents, words(sents), budget=6, overlap=1)
+    assert wins == [(0, 2), (1, 3), (2, 4), (4, 5)]  # "j" alone would sit inside (2, 4)
+    for a, b in wins:
+        assert b - a == 1 or sum(words(sents[a:b])) <= 6
+    # A sentence longer than the budget is a window of its own; nothing is dropped.
+    assert pack(["x " * 20], [20], budget=5, overlap=1) == [(0, 1)]
+    covered = {i for a, b in pack(sents, words(sents), 3, 0) for i in range(a, b)}
+    assert covered == set(range(len(sents)))
+
+
+def overlap_entail(pairs):
+    """A real, simple consistency judge: the share of the claim's words present in the window."""
+    out = []
+    for window, claim in pairs:
+        w = set(window.lower().replace(".", "").split())
+        c = claim.lower().replace(".", "").split()
+        out.append(sum(x in w for x in c) / len(c))
+    return np.array(out)
+
+
+def test_score_pairs_finds_an_unsupported_claim_after_the_first_window():
+    premise = " ".join(f"Sentence number {i} talks about topic {i}." for i in range(12)) + \
+        " The committee approved the budget on Friday."
+    good = "Sentence number 3 talks about topic 3. The committee approved the budget on Friday."
+    bad = "Sentence number 3 talks about topic 3. The committee rejected the budget on Monday."
+    spec = WindowSpec(budget=12, overlap=1)
+    s = score_pairs([premise, premise], [good, bad], overlap_entail, spec, words)
+    assert s[0] == pytest.approx(0.0)  # both claims fully supported by some window (the last one)
+    assert s[1] > 0.2
+    # Mean over claims is gentler than min: the supported first claim dilutes the failure.
+    m = score_pairs([premise], [bad], overlap_entail, WindowSpec(budget=12, overlap=1, aggregate="mean"), words)
+    assert 0 < m[0] < s[1]
+
+
+def test_score_pairs_top_k_uses_the_embedding_ranking():
+    premise = "Alpha beta gamma. Delta epsilon zeta. Eta theta iota."
+    claim = "Eta theta iota."
+
+    def embed(texts):  # one-hot of the first word: a window ranks first when it starts like the claim
+        vocab = sorted({t.split()[0] for t in texts})
+        return np.array([[float(t.split()[0] == v) for v in vocab] for t in texts])
+
+    spec = WindowSpec(budget=3, overlap=0, top_k=1)
+    assert score_pairs([premise], [claim], overlap_entail, spec, words, embed)[0] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="top_k needs an embedding"):
+        score_pairs([premise], [claim], overlap_entail, spec, words)
+
+
+# ---------- perturbations ----------
+
+@pytest.fixture(scope="module")
+def window():
+    from verifybench.verifiers.anchors.text import english_pipeline
+
+    return english_pipeline()(
+        "Barack Obama met Angela Merkel in Berlin on Monday, March 3, 2014. He said that 12 agreements were "
+        "signed. The talks, which lasted three hours, ended early because Merkel had to fly to Paris.")
+
+
+def test_negatives_change_one_fact(window):
+    rng = random.Random(0)
+    text = "Barack Obama met Angela Merkel in Berlin on Monday, March 3, 2014."
+    swapped = perturb.swap_entity(text, window, {"GPE": ["Madrid"], "PERSON": ["John Smith"]}, rng)
+    assert swapped and swapped != text and len(swapped.split()) >= len(text.split()) - 1
+    assert perturb.swap_number("He said that 12 agreements were signed.", window, rng) != \
+        "He said that 12 agreements were signed."
+    date = perturb.swap_date(text, rng)
+    assert date != text and ("Monday" not in date or "March" not in date or "2014" not in date)
+    assert perturb.swap_pronoun("He said that 12 agreements were signed.", rng).startswith("She said")
+    assert perturb.negate("The talks ended early.", rng) in ("The talks did not end early.",)
+    assert perturb.negate("The talks were not long.", rng) == "The talks were long."
+    assert perturb.negate("Merkel wasn't there.", rng) == "Merkel was there."
+    assert perturb.swap_antonym("The talks ended early.", rng) in ("The talks ended late.", "The talks started early.")
+    assert perturb.swap_date("No dates here.", rng) is None
+
+
+def test_positives_are_rewrites_not_copies(window):
+    rng = random.Random(1)
+    sources = {s.text.strip() for s in window.sents}
+    made = [perturb.positive(s, list(window.sents), rng) for s in window.sents for _ in range(5)]
+    made = [m for m in made if m]
+    assert made
+    assert all(text.strip() not in sources for _, text in made)
+    assert {k for k, _ in made} <= set(perturb.POSITIVE_KINDS)
+
+
+# ---------- training data never comes from an evaluation split ----------
+
+def test_training_pairs_use_only_the_fit_side(data_dir):
+    summ = data_dir / "halueval" / "summarization_data.json"
+    fit = halueval_rows(data_dir, "summarization", "fit")
+    dev = halueval_rows(data_dir, "summarization", "dev")
+    test_docs = {c.sources[0].text for c in halueval(summ, holdout="test")}
+    assert fit and dev
+    assert not {d for d, _, _ in fit} & test_docs and not {d for d, _, _ in dev} & test_docs
+    assert not {d for d, _, _ in fit} & {d for d, _, _ in dev}
+    assert all(is_dev(d) for d, _, _ in dev) and not any(is_dev(d) for d, _, _ in fit)
+
+    mix = DataMix(synthetic_windows=15, halueval_summary_rows=5, halueval_dialogue_rows=5, attributionbench_dev=5)
+    pairs = build_pairs(data_dir, mix, Windower(words, 60, 1))
+    assert {p.label for p in pairs} == {0, 1}
+    fit_keys = {doc_key(d) for d, _, _ in fit}
+    dial = data_dir / "halueval" / "dialogue_data.json"
+    held_out = {doc_key(c.sources[0].text) for f in (summ, dial) for c in halueval(f, holdout="test")}
+    held_out |= {doc_key(d) for d, _, _ in dev + halueval_rows(data_dir, "dialogue", "dev")}
+    fit_keys |= {doc_key(d) for d, _, _ in halueval_rows(data_dir, "dialogue", "fit")}
+    for p in pairs:
+        if p.kind.startswith("halueval") or p.kind.startswith("synthetic"):
+            assert p.key in fit_keys and p.key not in held_out, p
+        else:
+            assert p.kind == "attributionbench-dev"
+    again = build_pairs(data_dir, mix, Windower(words, 60, 1))
+    assert again == pairs  # seeded: the same pairs every time
+
+
+def test_dev_sets_are_named_and_disjoint_from_evaluation(data_dir):
+    sets = dev_cases(data_dir, halueval_rows_cap=10)
+    assert set(sets) == {"halueval-summarization-dev", "summedits-news", "summedits-sales_call"}
+    assert len(sets["halueval-summarization-dev"]) == 20
+    assert {c.doc_type for c in sets["summedits-news"]} == {"news"}
+
+
+# ---------- the shipped model is the one its card describes ----------
+
+@pytest.mark.skipif(not (MODEL_DIR / "card.json").exists(), reason="no consistency model committed yet")
+def test_shipped_weights_match_the_card():
+    card = json.loads((MODEL_DIR / "card.json").read_text(encoding="utf-8"))
+    assert "model.safetensors" in card["files"]
+    for name, digest in card["files"].items():
+        assert hashlib.sha256((MODEL_DIR / name).read_bytes()).hexdigest() == digest, name
+    assert (MODEL_DIR / "model.safetensors").stat().st_size <= 50 * 2**20
+    readme = (MODEL_DIR / "README.md").read_text(encoding="utf-8")
+    assert card["files"]["model.safetensors"] in readme
+
+
+def test_curriculum_puts_easy_contrasts_and_their_twins_first():
+    from verifybench.training.pairs import Pair, curriculum_order
+
+    pairs = [Pair("w1", "a", 1, "synthetic/fusion", "k"), Pair("w1", "b", 0, "synthetic/entity", "k"),
+             Pair("w2", "c", 1, "synthetic/clause", "k"), Pair("w2", "d", 0, "synthetic/outside", "k"),
+             Pair("w3", "e", 0, "attributionbench-dev", "x")]
+    ordered = curriculum_order(pairs)
+    assert sorted(ordered, key=id) == sorted(pairs, key=id)  # a permutation: nothing lost or repeated
+    assert [p.claim for p in ordered] == ["c", "d", "e", "a", "b"]
+
+
+@pytest.mark.skipif(not (MODEL_DIR / "card.json").exists(), reason="no consistency model committed yet")
+def test_shipped_model_loads_as_a_standard_cross_encoder():
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(MODEL_DIR).eval()
+    tok = AutoTokenizer.from_pretrained(MODEL_DIR)
+    assert model.config.id2label == {0: "not_entailment", 1: "entailment"}
+    enc = tok(["The committee approved the budget on Friday."] * 2, ["The budget was approved.", "Nobody voted."],
+              return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        p = torch.softmax(model(**enc).logits.float(), -1)
+    assert p.shape == (2, 2) and torch.allclose(p.sum(-1), torch.ones(2), atol=1e-4)
