@@ -229,3 +229,22 @@ def test_pairwise_accuracy_per_slice_and_groups_without_a_pair():
     assert (out["groups"], out["pairs"], out["ties"], out["groups_without_pair"]) == (3, 3, 1, 1)
     assert out["accuracy"] == pytest.approx(1.5 / 3)
     assert out["slices"]["a"]["accuracy"] == pytest.approx(0.75) and out["slices"]["b"]["accuracy"] == 0.0
+
+
+def test_pairwise_bootstrap_in_blocks_equals_one_draw_of_every_resample():
+    """Many groups are resampled in blocks (memory); above POISSON_ABOVE the weights are Poisson draws,
+    which a generator gives the same in blocks as at once, so the interval must equal the one-shot one."""
+    from verifybench.metrics.bootstrap import POISSON_ABOVE, resample_weights
+    from verifybench.metrics.pairs import pair_counts
+
+    rng = np.random.default_rng(5)
+    n = POISSON_ABOVE + 5_000
+    group = np.repeat(np.arange(n), 2)
+    label = np.tile([False, True], n)
+    score = rng.random(2 * n) + label * 0.1
+    got = pairwise_accuracy(group, label, score, n_boot=200, seed=9)
+    c = pair_counts(group, label, score)
+    w = resample_weights(np.ones(n, bool), 200, np.random.default_rng(9)).astype(float)
+    sums = w @ np.stack([c["wins"], c["pairs"]], axis=1)
+    draws = sums[:, 0] / sums[:, 1]
+    assert got["ci"] == pytest.approx(list(np.quantile(draws, [0.025, 0.975])), abs=1e-12)

@@ -77,11 +77,20 @@ def pairwise_accuracy(group, label, score, slices=None, n_boot: int = N_BOOT, se
     draws = {k: None for k in parts}
     if n_boot and has.any():
         idx = np.flatnonzero(has)
-        w = resample_weights(np.ones(len(idx), bool), n_boot, np.random.default_rng(seed)).astype(float)
-        for k, m in parts.items():
-            sums = w[:, m[idx]] @ cols[idx][m[idx]]
+        rng = np.random.default_rng(seed)
+        picked = {k: (m[idx], cols[idx][m[idx]]) for k, m in parts.items()}
+        sums = {k: np.empty((n_boot, 2)) for k in parts}
+        # Resamples in blocks of at most ~4M weights: 1,000 x 500,000 groups at once would be 4 GB. A run
+        # of up to 4,000 groups draws them in one block, as before.
+        chunk = max(1, 4_000_000 // len(idx))
+        for start in range(0, n_boot, chunk):
+            stop = min(n_boot, start + chunk)
+            w = resample_weights(np.ones(len(idx), bool), stop - start, rng).astype(float)
+            for k, (m, c_m) in picked.items():
+                sums[k][start:stop] = w[:, m] @ c_m
+        for k in parts:
             with np.errstate(invalid="ignore", divide="ignore"):
-                draws[k] = sums[:, 0] / sums[:, 1]
+                draws[k] = sums[k][:, 0] / sums[k][:, 1]
     out: dict[str, Any] = {}
     for k, m in parts.items():
         pairs = float(c["pairs"][m].sum())
