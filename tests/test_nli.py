@@ -288,14 +288,12 @@ def test_a_pair_template_reads_each_pair_as_one_text(nli_model):
 
 
 def byod_suite(tmp_path: Path, root: Path, model: str, preds: Path):
-    os.environ["VERIFYBENCH_NLI_MODEL"] = model
-    os.environ["VERIFYBENCH_SCORES"] = str(preds)
-    try:
-        from verifybench.suite import load_suite
+    from verifybench.suite import load_suite
 
+    with pytest.MonkeyPatch.context() as mp:  # the environment as it was afterwards, values it had included
+        mp.setenv("VERIFYBENCH_NLI_MODEL", model)
+        mp.setenv("VERIFYBENCH_SCORES", str(preds))
         return load_suite(root / "evals/byod-demo.yaml")
-    finally:
-        del os.environ["VERIFYBENCH_NLI_MODEL"], os.environ["VERIFYBENCH_SCORES"]
 
 
 def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_model, tmp_path, root):

@@ -69,7 +69,7 @@ def test_plugin_fails_a_regression_with_the_culprit_named(project, monkeypatch):
     result.stdout.fnmatch_lines(["*report: *reports/pytest/suite/report.html*"])
 
 
-def test_fixture_makes_llm_calls_replay_only(pytester):
+def test_fixture_makes_llm_calls_replay_only(pytester, monkeypatch):
     pytester.makepyfile(test_env="""
 import os
 
@@ -79,10 +79,6 @@ def test_inside(verifybench):
 def test_outside():
     assert os.environ.get("VERIFYBENCH_REPLAY_ONLY") is None
 """)
-    env_before = os.environ.pop("VERIFYBENCH_REPLAY_ONLY", None)
-    try:
-        pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
-        pytester.runpytest_subprocess("-p", "no:cacheprovider", "--verifybench-live").assert_outcomes(passed=1, failed=1)
-    finally:
-        if env_before is not None:
-            os.environ["VERIFYBENCH_REPLAY_ONLY"] = env_before
+    monkeypatch.delenv("VERIFYBENCH_REPLAY_ONLY", raising=False)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--verifybench-live").assert_outcomes(passed=1, failed=1)

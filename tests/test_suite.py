@@ -95,3 +95,15 @@ def test_a_plugin_loader_by_import_path_and_its_relative_options(tmp_path):
     f = write(tmp_path / "evals/t.yaml", "dataset: {loader: 'helpers.loaders:tickets', folder: tickets, teams: [a]}\n"
                                          "verifiers: [rouge]\n")
     assert load_suite(f).dataset.options == {"folder": "tickets", "teams": ["a"]}
+
+
+def test_missing_shared_data_skips_with_a_reason(tmp_path, monkeypatch):
+    import conftest
+
+    monkeypatch.setenv("VERIFYBENCH_DATA", str(tmp_path / "nowhere"))
+    assert conftest.shared_data() is None
+    with pytest.raises(pytest.skip.Exception, match=r"missing from the shared datasets .*: halueval/qa_data.json"):
+        conftest.need_shared(tmp_path, "halueval/qa_data.json")
+    (tmp_path / "halueval").mkdir()
+    (tmp_path / "halueval/qa_data.json").write_text("[]")
+    assert conftest.need_shared(tmp_path, "halueval/qa_data.json") == [tmp_path / "halueval/qa_data.json"]
