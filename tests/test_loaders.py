@@ -159,6 +159,7 @@ def test_hf_local_json_builder(tmp_path):
     _check_mapped(cases)
 
 
+@pytest.mark.slow  # writes a 50 MB file
 def test_jsonl_streams_without_holding_the_file(tmp_path):
     f = tmp_path / "big.jsonl"
     with open(f, "w") as out:

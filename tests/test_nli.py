@@ -296,6 +296,7 @@ def byod_suite(tmp_path: Path, root: Path, model: str, preds: Path):
         return load_suite(root / "evals/byod-demo.yaml")
 
 
+@pytest.mark.slow
 def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_model, tmp_path, root):
     """evals/byod-demo.yaml on the demo set: an nli model and a file of logged scores (here: the nli
     scores of a first run, as a team would log a detector's output) beside rouge and anchors."""
@@ -324,6 +325,7 @@ def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_
     assert abs(same["metrics"]["auroc"]["diff"]) < 0.01 and same["cases"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_a_ray_run_scores_like_the_local_run(nli_model, tmp_path, data_dir):
     """One small run on a local Ray (the verifier pickled to an actor, its model loaded there)."""

@@ -360,6 +360,7 @@ def mlflow_server(tmp_path_factory):
         log.close()
 
 
+@pytest.mark.slow
 @pytest.mark.mlflow_server
 def test_run_logs_to_a_real_mlflow_server(runs, mlflow_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

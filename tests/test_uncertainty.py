@@ -92,6 +92,7 @@ def test_paired_bootstrap_sees_a_real_difference_and_not_a_fake_one():
     assert same["auroc"]["diff"] == 0 and same["f1"]["ci"] == [0, 0]
 
 
+@pytest.mark.slow
 def test_paired_bootstrap_matches_a_naive_paired_bootstrap():
     """The vectorised resampling (one weight matrix per chunk) against resampling the cases one by one."""
     y, s = sample()
