@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
+
+import pandas as pd
 
 from verifybench import localization, report as report_mod
 from verifybench.cases import Case, Source, Verdict
@@ -15,17 +18,17 @@ from verifybench.executors import Executor, make_executor
 from verifybench.loaders import available_loaders, describe_loader, get_loader
 from verifybench.metrics import Settings, compute_metrics, evaluate, frame
 from verifybench.metrics.settings import GATE_MIN_CASES
-from verifybench.metrics.summary import OVERALL
+from verifybench.metrics.summary import OVERALL, meta_fields, shortcuts
 from verifybench.policy import load_policy, policy_from_metrics, save_policy
 from verifybench.results import Run
 from verifybench.rundir import (
-    COMPLETE, METRICS, MANIFEST, REPORT, SCORED, hold, read_case_index, read_errors, read_json, read_verdicts,
-    write_json,
+    COMPLETE, METRICS, MANIFEST, REPORT, SCORED, hold, read_case_frame, read_cases_at, read_errors, read_json,
+    read_verdict_frame, read_verdicts_at, write_json,
 )
 from verifybench.runcheck import require_complete, require_one_verdict_each
-from verifybench.metrics.summary import shortcuts
-from verifybench.runner import Runner, default_run_dir, describe, resume_suite, scan_dataset
+from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
+from verifybench.tables import release_memory
 from verifybench.verifiers import Verifier, available, build, get_verifier_class
 
 DEFAULT_SUITE = Path("evals/demo.yaml")
@@ -155,19 +158,23 @@ def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settin
     return s
 
 
-def _read_run(run_dir: Path) -> tuple[dict, list, list]:
-    """A run's manifest, case index and verdicts, refused when a (verifier, case) pair has two verdicts."""
+def _read_run(run_dir: Path, *settings: Settings) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """A run's manifest, case table (with the meta fields the `settings` slice or break down by) and
+    verdict table (see `verifybench.tables`), refused when a (verifier, case) pair has two verdicts."""
     manifest = read_json(run_dir / MANIFEST)
-    cases = read_case_index(run_dir)
-    verdicts = read_verdicts(run_dir)
+    cases = read_case_frame(run_dir, meta=meta_fields(*(f for s in settings for f in (s.by, *s.breakdown))))
+    verdicts = read_verdict_frame(run_dir)
     require_one_verdict_each(run_dir, cases, verdicts)
     return manifest, cases, verdicts
 
 
-def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, list, list]:
+def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, pd.DataFrame, pd.DataFrame]:
+    """A run's manifest and metrics (the suite's settings, then `overrides`), with its case table and
+    verdict table (`verifybench.tables`: columns, not a dict and a Verdict per case)."""
     run_dir = Path(run_dir)
-    manifest, cases, verdicts = _read_run(run_dir)
-    metrics = compute_metrics(cases, verdicts, settings_for(run_dir, manifest, **overrides))
+    s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
+    manifest, cases, verdicts = _read_run(run_dir, s)
+    metrics = compute_metrics(cases, verdicts, s)
     return manifest, metrics, cases, verdicts
 
 
@@ -191,36 +198,53 @@ def finish(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
 
 
 def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
-    manifest, metrics, cases, verdicts = metrics_for(run_dir)
-    localization.add_metrics(metrics, run_dir, settings_for(run_dir, manifest))  # spans and minimal pairs
-    worst = {vid: report_mod.worst_cases(cases, verdicts, vid, m["overall"]["threshold"]["value"])
+    s = settings_for(run_dir, read_json(run_dir / MANIFEST))
+    manifest, cases, verdicts = _read_run(run_dir, s)
+    f = _scored_frame(cases, verdicts, s)
+    # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
+    del verdicts
+    f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
+    release_memory()
+    metrics = compute_metrics(cases, None, s, scored=f)
+    localization.add_metrics(metrics, run_dir, s)  # spans and minimal pairs
+    # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
+    picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
+    worst = {}
+    for vid, rows in picks.items():
+        idx = [i for _, i in rows]
+        verdicts_shown = read_verdicts_at(run_dir, f["offset"].to_numpy()[idx])
+        cases_shown = read_cases_at(run_dir, cases["offset"].to_numpy()[f["case_row"].to_numpy()[idx]])
+        worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
+    del f
+    release_memory()  # before the dataset is read again
     notes = []
     try:
         cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
-                                     run_dir, case_ids=[c["id"] for c in cases])
+                                     run_dir, case_ids=cases["id"])
     except VerifybenchError as e:
         cues, sources = None, {}
         notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)
-    for vid, said in verifier_notes(manifest, {c["id"] for c in cases}).items():
+    for vid, said in verifier_notes(manifest, cases["id"]).items():
         if vid in metrics["verifiers"]:
             metrics["verifiers"][vid]["notes"] = said
         notes += [f"{vid}: {n}" for n in said]
-    for picks in worst.values():
-        for p in picks:
+    for picks_ in worst.values():
+        for p in picks_:
             p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
     write_json(run_dir / METRICS, metrics)
     return report_mod.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
 
 
-def verifier_notes(manifest: dict[str, Any], case_ids: set[str]) -> dict[str, list[str]]:
+def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[str, list[str]]:
     """What verifiers have to say about a run as a whole, once all its cases are known (a predictions
     file's ids that match no case): from each verifier class that has `run_notes(case_ids)`, rebuilt
     from the manifest's config. A verifier that cannot be rebuilt here says so instead."""
     out: dict[str, list[str]] = {}
+    ids: set[str] | None = None  # a set of a million ids only when some verifier asks for it
     for v in manifest["verifiers"]:
         try:
             cls = get_verifier_class(v["name"])
@@ -230,7 +254,9 @@ def verifier_notes(manifest: dict[str, Any], case_ids: set[str]) -> dict[str, li
             continue
         options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
         try:
-            said = cls(id=v["id"], **options).run_notes(case_ids)
+            if ids is None:
+                ids = set(case_ids)
+            said = cls(id=v["id"], **options).run_notes(ids)
         except Exception as e:  # noqa: BLE001 - a note that cannot be made must not lose the report
             said = [f"could not be checked after the run ({type(e).__name__}: {e})"]
         if said:
@@ -264,7 +290,7 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
     return policy
 
 
-def _scored_frame(cases: list, verdicts: list, s: Settings):
+def _scored_frame(cases, verdicts, s: Settings) -> pd.DataFrame:
     """The verdict frame under settings `s` (slices, split, breakdown fields): the one `evaluate` reads."""
     return frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown)
 
@@ -306,6 +332,8 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     if cases_hash(cases_a) != cases_hash(cases_b):
         raise VerifybenchError("the runs scored different selections of the same data (limit or sample?); "
                                "a paired comparison needs the same cases")
+    if any(f"meta.{k}" not in cases_b for k in meta_fields(s.by, *s.breakdown)):
+        cases_b = read_case_frame(Path(run_b), meta=meta_fields(s.by, *s.breakdown))  # sliced as run A is
     fb = _scored_frame(cases_b, verdicts_b, s)
     shared = [v for v in metrics_a["verifiers"] if v in metrics_b["verifiers"] and (not verifiers or v in verifiers)]
     if not shared:
@@ -332,15 +360,16 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     from verifybench.gate import build_baseline
 
     run_dir = Path(run_dir)
-    manifest, cases, verdicts = _read_run(run_dir)
-    require_complete(run_dir, manifest, cases, verdicts, "a baseline")
     overrides = {}
     if policy is not None:
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
-    s = settings_for(run_dir, manifest, **overrides)
-    metrics = compute_metrics(cases, verdicts, s)
-    doc = build_baseline(manifest, metrics, _scored_frame(cases, verdicts, s), cases, s)
+    s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
+    manifest, cases, verdicts = _read_run(run_dir, s)
+    require_complete(run_dir, manifest, cases, verdicts, "a baseline")
+    f = _scored_frame(cases, verdicts, s)
+    del verdicts
+    doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
     path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
@@ -364,23 +393,25 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     try:
         base = g.load_baseline(baseline_path)
         suite_name = str(base.get("suite") or suite_name)
-        manifest, cases, verdicts = _read_run(run_dir)
-        require_complete(run_dir, manifest, cases, verdicts, "a gate")
         held = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
                 for vid, v in base["verifiers"].items()}
-        s = settings_for(run_dir, manifest, policy=held, by=base["by"])
+        s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base["by"])
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
+        # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
+        own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base["by"], policy=None)
+        own.n_boot = 1  # only the refit thresholds are read from this pass
+        manifest, cases, verdicts = _read_run(run_dir, s, own)
+        require_complete(run_dir, manifest, cases, verdicts, "a gate")
         f = _scored_frame(cases, verdicts, s)
         current = g.build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
-        # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
-        own = settings_for(run_dir, manifest, by=base["by"], policy=None)
-        own.n_boot = 1  # only the refit thresholds are read from this pass
+        del f
         refit_metrics = evaluate(_scored_frame(cases, verdicts, own), own, n_cases=len(cases))
+        del verdicts
         refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],
                        **{k: sm["threshold"]["value"] for k, sm in m["slices"].items()}}
                  for vid, m in refit_metrics["verifiers"].items()}
-        result = g.run_gate(base, current, {c["id"]: c["label"] for c in cases},
+        result = g.run_gate(base, current, g.label_lookup(cases),
                             g.parse_limits(max_drop, g.DEFAULT_DROPS, g.QUALITY),
                             g.parse_limits(max_rise, {}, g.COSTS), min_cases=min_cases, slices=slices,
                             refit=refit, explicit={i.partition("=")[0].strip().lower() for i in max_drop or []},

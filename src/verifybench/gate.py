@@ -44,6 +44,7 @@ from verifybench.metrics.bootstrap import (
     ALPHA, N_BOOT, PAIRED_METRICS, RANK_METRICS, errors_as_wrong, paired_bootstrap, weighted_metrics,
 )
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
+from verifybench.metrics.thresholds import per_value
 from verifybench.rundir import read_json
 
 FORMAT = 2
@@ -58,12 +59,49 @@ class GateRefused(VerifybenchError):
     """The comparison itself is invalid (exit code 2)."""
 
 
-def cases_hash(cases: list[dict]) -> str:
-    """sha256 over every case id with its label and split: equal only for the very same cases."""
+def cases_hash(cases: list[dict] | pd.DataFrame) -> str:
+    """sha256 over every case id with its label and split: equal only for the very same cases. `cases`:
+    case-index rows, or the case table (`verifybench.tables`), hashed as columns to the same digest."""
     h = hashlib.sha256()
-    for c in sorted(cases, key=lambda c: c["id"]):
-        h.update(f"{c['id']}\t{int(c['label'])}\t{c.get('split')}\n".encode())
+    if not isinstance(cases, pd.DataFrame):
+        for c in sorted(cases, key=lambda c: c["id"]):
+            h.update(f"{c['id']}\t{int(c['label'])}\t{c.get('split')}\n".encode())
+        return h.hexdigest()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = pa.array(cases["id"], pa.string())
+    label = pa.array(np.where(cases["label"].to_numpy(bool), "1", "0"), pa.string())
+    split = pa.array(per_value(cases["split"], str), pa.string())  # str(None) is "None", as above
+    lines = pc.binary_join_element_wise(ids, label, split, "\t")
+    lines = pc.binary_join_element_wise(lines, "", "\n").take(pc.sort_indices(ids))  # by id, as `sorted` orders them
+    for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]):
+        if len(chunk):  # the lines' bytes lie back to back in the array's data buffer
+            _, offsets, data = chunk.buffers()
+            ends = np.frombuffer(offsets, np.int32 if chunk.type == pa.string() else np.int64)
+            h.update(memoryview(data)[ends[chunk.offset]:ends[chunk.offset + len(chunk)]])
     return h.hexdigest()
+
+
+class Labels:
+    """case id -> label (True: hallucinated) over the case table, looked up a list at a time by Arrow
+    rather than through a dict of a million ids."""
+
+    def __init__(self, cases: pd.DataFrame):
+        self.ids, self.labels = cases["id"], cases["label"].to_numpy(bool)
+
+    def of(self, ids: list[str]) -> np.ndarray:
+        from verifybench.tables import positions
+
+        at = positions(pd.Series(ids, dtype="str"), self.ids) if len(ids) else np.empty(0, np.int64)
+        if (at < 0).any():
+            raise KeyError(ids[int(np.flatnonzero(at < 0)[0])])
+        return self.labels[at]
+
+
+def label_lookup(cases: pd.DataFrame) -> Labels:
+    """The labels of the case table, for `run_gate`."""
+    return Labels(cases)
 
 
 def suite_scope_hash(raw: dict[str, Any]) -> str:
@@ -90,14 +128,17 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
                    settings: Settings) -> dict[str, Any]:
     """The baseline document from a finished run's manifest, metrics, verdict frame (with its `ok`
     column), case index and metric settings."""
-    test = frame[frame["role"] == "test"]
-    test_slices = dict(zip(test.drop_duplicates("case_id")["case_id"], test.drop_duplicates("case_id")["slice"].astype(str)))
+    cols = [c for c in ("case_id", "case_row", "verifier", "score", "ok", "label", "slice") if c in frame]
+    test = frame.loc[(frame["role"] == "test").to_numpy(bool), cols]
+    once = test.drop_duplicates("case_row" if "case_row" in test else "case_id")
+    test_slices = dict(zip(once["case_id"].tolist(), np.asarray(once["slice"].astype(str), dtype=object).tolist()))
+    del once
     verifiers = {}
     for vid, m in metrics["verifiers"].items():
-        mine = test[test["verifier"] == vid].sort_values("case_id")
+        mine = test[(test["verifier"] == vid).to_numpy(bool)].sort_values("case_id", kind="stable")
         scores = np.where(mine["ok"].to_numpy(bool), mine["score"].to_numpy(float, na_value=np.nan), np.nan)
         labels = mine["label"].to_numpy(bool)
-        slice_of = mine["slice"].astype(str).to_numpy()
+        slice_of = np.asarray(mine["slice"].astype(str), dtype=object)
         rows = {}
         for key, sm in [(OVERALL, m["overall"]), *m["slices"].items()]:
             sel = np.ones(len(mine), bool) if key == OVERALL else slice_of == key
@@ -120,7 +161,7 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
             "config": next((v["config"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "slices": rows,
             # Per-case test-split scores (None = error verdict), for the paired comparison.
-            "test_scores": {cid: _float(sc) for cid, sc in zip(mine["case_id"], scores)},
+            "test_scores": dict(zip(mine["case_id"].tolist(), [None if np.isnan(x) else x for x in scores.tolist()])),
         }
     return {
         "format": FORMAT,
@@ -220,7 +261,7 @@ def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None
         raise GateRefused("refusing to compare: " + "; ".join(refusals))
 
 
-def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str, bool],
+def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str, bool] | Labels,
              max_drop: dict[str, float], max_rise: dict[str, float], min_cases: int = GATE_MIN_CASES,
              slices: str = "all", refit: dict[str, dict[str, float | None]] | None = None,
              explicit: set[str] | None = None, allow_batch_latency: bool = False) -> GateResult:
@@ -230,7 +271,7 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
     Args:
         baseline: the committed baseline.
         current: `build_baseline` of the run under test, with the baseline's thresholds applied.
-        labels: case id -> label (True = hallucinated), from the run's case index.
+        labels: case id -> label (True = hallucinated), from the run's case index (a dict, or `Labels`).
         max_drop: absolute drop allowed per quality metric.
         max_rise: relative rise allowed per latency or cost measure (0.25 = 25%); only these are gated.
         min_cases: a gated slice needs at least this many test cases.
@@ -267,7 +308,7 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
                                   f"the minimum {min_cases} (label more cases, lower --min-cases, or gate the whole "
                                   "set only)")
             ids = sorted(i for i in b["test_scores"] if key == OVERALL or baseline["test_slices"].get(i) == key)
-            y = np.array([labels[i] for i in ids], bool)
+            y = labels.of(ids) if isinstance(labels, Labels) else np.array([labels[i] for i in ids], bool)
             base = errors_as_wrong(y, np.array([np.nan if b["test_scores"][i] is None else b["test_scores"][i]
                                                 for i in ids], float))
             cur = errors_as_wrong(y, np.array([np.nan if c["test_scores"][i] is None else c["test_scores"][i]

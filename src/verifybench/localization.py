@@ -79,10 +79,10 @@ class CaseTable:
     @classmethod
     def read(cls, run_dir: Path, s: Settings) -> "CaseTable | None":
         """The table, or None when no case has gold spans or a group (then there is nothing to measure)."""
-        raw = list(_lines(run_dir / CASES))
-        if not any(b'"spans' in r or b'"group"' in r for r in raw):  # "spans", "spans_not_found", ...
+        # Streamed twice rather than held: a million cases without spans must not cost their bytes.
+        if not any(b'"spans' in r or b'"group"' in r for r in _lines(run_dir / CASES)):  # "spans_not_found"...
             return None
-        return cls([json.loads(r) for r in raw], s)
+        return cls([json.loads(r) for r in _lines(run_dir / CASES)], s)
 
     def evaluable(self) -> np.ndarray:
         """Cases a span metric can use: faithful ones, and hallucinated ones with complete located gold."""

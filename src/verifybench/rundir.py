@@ -25,11 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from pydantic import ValidationError
 from pydantic_core import to_json
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
+from verifybench.tables import LATENCY_KINDS, CaseColumns, VerdictColumns, release_memory
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
@@ -73,7 +76,10 @@ def case_index_row(case: Case) -> dict[str, Any]:
 def write_json(path: Path, data: Any) -> None:
     # Write then rename, so a reader never sees half a file.
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str, ensure_ascii=False), encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as f:
+        # Streamed: a baseline of a million cases as one string (and the list of pieces it is joined
+        # from) would take several times the file's size.
+        json.dump(data, f, indent=2, default=str, ensure_ascii=False)
     os.replace(tmp, path)
 
 
@@ -160,9 +166,17 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
     os.replace(tmp, path)
 
 
+def _verdict_error(path: Path, line: int, e: ValidationError) -> RunDirError:
+    err = e.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    where = f"field {field!r}: " if field else ""
+    return RunDirError(f"{path}:{line}: not a verdict: {where}{err['msg']}")
+
+
 def read_verdicts(run_dir: Path) -> list[Verdict]:
     """Every complete line of results.jsonl as a Verdict; a line that is not one (a score that is not a
-    number, bad JSON) is an error naming the file, the line and the field."""
+    number, bad JSON) is an error naming the file, the line and the field. One object per verdict: for
+    a large run, read the columns with `read_verdict_frame` instead."""
     path = run_dir / RESULTS
     out = []
     if not path.exists():
@@ -176,18 +190,280 @@ def read_verdicts(run_dir: Path) -> list[Verdict]:
             try:
                 out.append(Verdict.model_validate_json(raw))
             except ValidationError as e:
-                err = e.errors()[0]
-                field = ".".join(str(p) for p in err["loc"])
-                where = f"field {field!r}: " if field else ""
-                raise RunDirError(f"{path}:{line}: not a verdict: {where}{err['msg']}") from None
+                raise _verdict_error(path, line, e) from None
     return out
 
 
 def read_case_index(run_dir: Path) -> list[dict[str, Any]]:
+    """Every row of cases.jsonl as a dict (for a large run, see `read_case_frame`)."""
     path = run_dir / CASES
     if not path.exists():
         raise RunDirError(f"{path}: not found; is {run_dir} a verifybench run directory?")
     return list(iter_jsonl(path))
+
+
+# --- columnar readers: a million cases without a Python object each ----------------------------------
+
+BLOCK = 1 << 22  # bytes of whole lines parsed at a time (larger blocks parse no faster, and hold more)
+
+
+def _blocks(path: Path, size: int = BLOCK) -> Iterator[tuple[int, int, bytes]]:
+    """(number of its first line, byte offset, bytes) of successive runs of whole lines. A last line
+    without its newline (cut short by a killed writer) is left out, as `iter_jsonl` leaves it out."""
+    line, offset, rest = 1, 0, b""
+    with open(path, "rb") as f:
+        while data := f.read(size):
+            buf = rest + data if rest else data
+            cut = buf.rfind(b"\n") + 1
+            if not cut:
+                rest = buf
+                continue
+            block, rest = buf[:cut], buf[cut:]
+            yield line, offset, block
+            line += block.count(b"\n")
+            offset += len(block)
+
+
+def _count_lines(path: Path) -> int:
+    """Complete lines in a file: a bound on the rows it holds, to allocate columns once."""
+    if not path.exists():
+        return 0
+    n = 0
+    with open(path, "rb") as f:
+        while data := f.read(BLOCK):
+            n += data.count(b"\n")
+    return n
+
+
+def _lines(block: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (the newline's position) of each line of a block of whole lines."""
+    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    return starts, ends
+
+
+def _nonblank(block: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    keep = ends > starts
+    if keep.any():  # a line of spaces is blank too (rare: look only when some line is that short)
+        short = np.flatnonzero(keep & (ends - starts < 3))
+        for i in short:
+            keep[i] = bool(block[starts[i]:ends[i]].strip())
+    return keep
+
+
+def _verdict_schema():
+    import pyarrow as pa
+
+    # What the metrics read, plus the fields of a unit (typed, so that a line `Verdict` would refuse is
+    # refused here too: units are counted, not kept); detail gives two flags. Everything else on a line
+    # is skipped by the parser, and read back whole for the cases a report shows.
+    unit = pa.struct([("text", pa.string()), ("score", pa.float64()), ("status", pa.string()),
+                      ("evidence", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+                      ("detail", pa.struct([]))])
+    return pa.schema([
+        ("case_id", pa.string()), ("verifier", pa.string()), ("score", pa.float64()), ("error", pa.string()),
+        ("latency_ms", pa.float64()), ("latency_kind", pa.string()), ("cost_usd", pa.float64()),
+        ("units", pa.list_(unit)),
+        ("detail", pa.struct([("flipped", pa.bool_()), ("injected_flip", pa.bool_())])),
+    ])
+
+
+def read_verdict_frame(run_dir: Path) -> pd.DataFrame:
+    """results.jsonl as the verdict table (see `verifybench.tables`): the same verdicts, lines and
+    errors as `read_verdicts`, as columns. Each block of lines is parsed by pyarrow; a block that does
+    not parse cleanly (a score that is not a number, bad JSON, a missing field) is read again line by
+    line as `Verdict`s, so a bad line is reported exactly as `read_verdicts` reports it."""
+    path = Path(run_dir) / RESULTS
+    out = VerdictColumns(_count_lines(path))
+    if path.exists():
+        schema = _verdict_schema()
+        for first, offset, block in _blocks(path):
+            if not _verdict_block_fast(out, schema, offset, block):
+                _verdict_block_slow(path, out, first, offset, block)
+    frame = out.frame()
+    release_memory()
+    return frame
+
+
+
+
+
+def _verdict_block_fast(out: VerdictColumns, schema, offset: int, block: bytes) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    starts, ends = _lines(block)
+    keep = _nonblank(block, starts, ends)
+    longest = int((ends - starts).max()) if len(ends) else 0
+    try:
+        t = pj.read_json(pa.py_buffer(block),
+                         read_options=pj.ReadOptions(block_size=max(1 << 20, 2 * longest + 2)),
+                         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    if t.num_rows != int(keep.sum()) or t.column("case_id").null_count or t.column("verifier").null_count:
+        return False
+    units = t.column("units")
+    if units.null_count < len(units):  # a unit without its text, or an item that is null, is not a Unit
+        items = pc.list_flatten(units)
+        if items.null_count or pc.struct_field(items, "text").null_count:
+            return False
+    kinds = pc.unique(t.column("latency_kind")).drop_null().to_pylist()
+    if any(k not in LATENCY_KINDS for k in kinds):
+        return False
+    rows_at = starts[keep]
+    usage: dict[int, dict] = {}
+    if b'"usage":' in block:  # model-backed verifiers only: validate those lines as pydantic does
+        for i, s in enumerate(rows_at):
+            raw = block[s:ends[keep][i] + 1]
+            if b'"usage":' in raw:
+                try:
+                    u = Verdict.model_validate_json(raw).usage
+                except ValidationError:
+                    return False
+                if u is not None:
+                    usage[i] = u
+    units = pc.list_value_length(units).to_numpy(zero_copy_only=False).astype(float)
+    units[units == 0] = np.nan  # no units and an empty list read alike: no per-unit figures
+
+    def flag(k):
+        f = pc.struct_field(t.column("detail"), k)
+        return np.asarray(pc.fill_null(pc.cast(f, pa.int8()), -1), dtype=np.int8)
+
+    kind = pc.fill_null(pc.index_in(t.column("latency_kind"), value_set=pa.array(LATENCY_KINDS)), -1)
+    out.add_arrays(
+        t.num_rows, case_id=t.column("case_id").combine_chunks(), error=t.column("error").combine_chunks(),
+        verifier=t.column("verifier").combine_chunks(), kind=np.asarray(kind, dtype=np.int8),
+        floats={k: t.column(k).to_numpy() for k in ("score", "latency_ms", "cost_usd")} | {"units": units},
+        flags={"flipped": flag("flipped"), "injected_flip": flag("injected_flip")},
+        usage=usage, offsets=rows_at.astype(np.int64) + offset)
+    return True
+
+
+def _verdict_block_slow(path: Path, out: VerdictColumns, first: int, offset: int, block: bytes) -> None:
+    starts, ends = _lines(block)
+    verdicts, offsets = [], []
+    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
+        raw = block[s:e + 1]
+        if not raw.strip():
+            continue
+        try:
+            verdicts.append(Verdict.model_validate_json(raw))
+        except ValidationError as err:
+            raise _verdict_error(path, first + i, err) from None
+        offsets.append(offset + s)
+    out.add(verdicts, offsets)
+
+
+def read_case_frame(run_dir: Path, meta: Iterable[str] = ()) -> pd.DataFrame:
+    """cases.jsonl as the case table (see `verifybench.tables`), with a `meta.<key>` slice column for
+    each key in `meta` (the metrics' `by` and breakdown fields). Each block of lines is parsed by
+    pyarrow; a block whose meta values pyarrow cannot give exactly as Python would name them (a float,
+    a null, a nested value) is read line by line. A line that is not JSON is an error naming the file
+    and the line; a last line cut short is left out, as `read_case_index` leaves it."""
+    path = Path(run_dir) / CASES
+    if not path.exists():
+        raise RunDirError(f"{path}: not found; is {run_dir} a verifybench run directory?")
+    out = CaseColumns(meta)
+    for first, offset, block in _blocks(path):
+        if not _case_block_fast(out, offset, block):
+            _case_block_slow(path, out, first, offset, block)
+    frame = out.frame()
+    release_memory()
+    return frame
+
+
+def _case_block_fast(out: CaseColumns, offset: int, block: bytes) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    starts, ends = _lines(block)
+    keep = _nonblank(block, starts, ends)
+    longest = int((ends - starts).max()) if len(ends) else 0
+    schema = pa.schema([("id", pa.string()), ("dataset", pa.string()), ("doc_type", pa.string()),
+                        ("split", pa.string()), ("label", pa.bool_())])
+    try:  # meta (and the texts) are inferred: their keys vary from run to run
+        t = pj.read_json(pa.py_buffer(block),
+                         read_options=pj.ReadOptions(block_size=max(1 << 20, 2 * longest + 2)),
+                         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    n = t.num_rows
+    if n != int(keep.sum()) or t.column("id").null_count or t.column("label").null_count:
+        return False
+    fields: dict[str, Any] = {}
+    if "meta" in t.column_names:
+        m = t.column("meta").combine_chunks()
+        if not pa.types.is_struct(m.type) or m.null_count:
+            return False
+        fields = {m.type.field(i).name: m.field(i) for i in range(m.type.num_fields)}
+
+    def simple(values) -> bool:  # exactly what str() of the JSON value gives
+        return (pa.types.is_string(values.type) or pa.types.is_int64(values.type)) and not values.null_count
+
+    slices = {}
+    for k in out.meta:
+        if k not in fields:
+            slices[f"meta.{k}"] = pa.array(np.full(n, "none", dtype=object), pa.string())
+        elif simple(fields[k]):
+            slices[f"meta.{k}"] = pc.cast(fields[k], pa.string())
+        else:
+            return False
+    group = fields.get("group")
+    if group is not None and not simple(group):
+        return False
+    out.add_arrays(
+        t.column("id").combine_chunks(),
+        fields={**{f: t.column(f).combine_chunks() for f in ("dataset", "doc_type", "split")}, **slices},
+        label=np.asarray(t.column("label").to_numpy(), dtype=bool), group=group,
+        offsets=starts[keep].astype(np.int64) + offset, meta_keys=fields)
+    return True
+
+
+def _case_block_slow(path: Path, out: CaseColumns, first: int, offset: int, block: bytes) -> None:
+    starts, ends = _lines(block)
+    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
+        raw = block[s:e]
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+            out.add(row, offset + s)
+        except ValueError as err:
+            raise RunDirError(f"{path}:{first + i}: not a case index row ({err})") from None
+        except (KeyError, TypeError, AttributeError) as err:
+            raise RunDirError(f"{path}:{first + i}: not a case index row (missing or bad {err})") from None
+
+
+def _lines_at(path: Path, offsets: Iterable[int]) -> list[bytes]:
+    with open(path, "rb") as f:
+        out = []
+        for o in offsets:
+            f.seek(int(o))
+            out.append(f.readline())
+        return out
+
+
+def read_verdicts_at(run_dir: Path, offsets: Iterable[int]) -> list[Verdict]:
+    """The full verdicts (units, detail and all) at these byte offsets of results.jsonl (the verdict
+    table's `offset` column)."""
+    path = Path(run_dir) / RESULTS
+    out = []
+    for raw in _lines_at(path, offsets):
+        try:
+            out.append(Verdict.model_validate_json(raw))
+        except ValidationError as e:
+            raise RunDirError(f"{path}: not a verdict: {e.errors()[0]['msg']}") from None
+    return out
+
+
+def read_cases_at(run_dir: Path, offsets: Iterable[int]) -> list[dict[str, Any]]:
+    """The case-index rows at these byte offsets of cases.jsonl (the case table's `offset` column)."""
+    return [json.loads(raw) for raw in _lines_at(Path(run_dir) / CASES, offsets)]
 
 
 def read_errors(run_dir: Path) -> list[dict[str, Any]]:

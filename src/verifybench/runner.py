@@ -19,6 +19,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import time
@@ -31,18 +32,23 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from verifybench.cases import Case
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.loaders.fields import LabelLog, recording_labels
+from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
 from verifybench.rundir import (
-    CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, case_index_row, hold,
-    iter_jsonl, read_json, repair_tail, write_json, write_jsonl,
+    CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, _blocks, case_index_row,
+    hold, iter_jsonl, read_json, repair_tail, write_json,
 )
 from verifybench.suite import Suite, parse_suite
+from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
 
 PACKAGES = (
@@ -431,54 +437,126 @@ class _Progress:
             self.progress.stop()
 
 
-def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> dict[str, dict] | None:
-    """The cached surface cues, or None when the cache cannot be trusted: missing, a line cut short or
-    unreadable (a killed writer, a truncated copy), or short of a case the run has."""
+def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> pd.DataFrame | None:
+    """The cached surface cues as a cue table (`id` and a column per cue, see `metrics.summary.cue_table`),
+    or None when the cache cannot be trusted: missing, a line cut short or unreadable (a killed writer,
+    a truncated copy), or short of a case the run has."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
     if not path.exists():
         return None
-    cues: dict[str, dict] = {}
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                return None
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-                cues[row["id"]] = row["cues"]
-            except (ValueError, KeyError, TypeError):
-                return None
-    if want_ids is not None and any(i not in cues for i in want_ids):
-        return None
-    return cues
+    if path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                return None  # the last line was cut short
+    schema = pa.schema([("id", pa.string()), ("cues", pa.struct([(c, pa.float64()) for c in CUE_NAMES]))])
+    cols = _CueColumns()
+    for _, _, block in _blocks(path):
+        try:
+            t = pj.read_json(pa.py_buffer(block), parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if t.column("id").null_count or t.column("cues").null_count:
+            return None
+        cues = t.column("cues").combine_chunks()
+        cols.add_arrays(t.column("id").combine_chunks(),
+                        {c: np.asarray(cues.field(c).to_numpy(zero_copy_only=False), dtype=float) for c in CUE_NAMES})
+    table = cols.table()
+    if want_ids is not None:
+        want = want_ids if isinstance(want_ids, pd.Series) else pd.Series(list(want_ids), dtype="str")
+        if len(want) and (not len(table) or (positions(want, table["id"]) < 0).any()):
+            return None
+    return table
 
 
 def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None,
-                 case_ids: Iterable[str] | None = None) -> tuple[dict, dict]:
+                 case_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, dict]:
     """One pass over a run's data after the run: the surface cues of every case (for the shortcut check;
     cached in the run directory as cues.jsonl) and the source texts of the cases the report shows.
 
     A cache that is truncated, unreadable or misses any of `case_ids` is rebuilt, not trusted. Done here
     rather than in the runner's loop because tokenising a long source costs more than a cheap verifier's
-    whole check.
+    whole check. The cues come back as a cue table (no dict per case); with the cache good, the pass
+    stops as soon as every wanted source is found.
     """
     cache = run_dir / CUES if run_dir else None
-    cues = (read_cues(cache, case_ids) if cache else None) or {}
-    need_cues = not cues
-    if need_cues:
-        cues = {}
+    cues = read_cues(cache, case_ids) if cache else None
+    need_cues = cues is None or not len(cues)
     sources: dict[str, list[dict]] = {}
     if not need_cues and not want_sources:
         return cues, sources
+    cols = _CueColumns()
     lenient = suite.dataset.model_copy(update={"on_error": "skip"})
-    for case in iter_cases(lenient, []):
-        if need_cues:
-            cues[case.id] = surface_cues(case.response, [s.text for s in case.sources])
-        if case.id in want_sources:
-            sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
-    if need_cues and cache:
-        write_jsonl(cache, ({"id": k, "cues": v} for k, v in cues.items()))
-    return cues, sources
+    out = JsonlAppender(cache.with_suffix(cache.suffix + ".tmp"), mode="w") if need_cues and cache else None
+    try:
+        batch = []
+        for case in iter_cases(lenient, []):
+            if need_cues:
+                c = surface_cues(case.response, [s.text for s in case.sources])
+                cols.add(case.id, c)
+                if out is not None:
+                    batch.append({"id": case.id, "cues": c})
+                    if len(batch) >= 4096:
+                        out.write(batch)
+                        batch = []
+            if case.id in want_sources:
+                sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
+                if not need_cues and len(sources) == len(want_sources):
+                    break
+        if out is not None:
+            out.write(batch)
+            out.close()
+            os.replace(cache.with_suffix(cache.suffix + ".tmp"), cache)
+            out = None
+    finally:
+        if out is not None:
+            out.close()
+    return (cols.table() if need_cues else cues), sources
+
+
+class _CueColumns:
+    """Cues collected into arrays a chunk at a time: a million cases, no Python float each."""
+
+    def __init__(self):
+        self.ids: list = []
+        self.values: dict[str, list] = {c: [] for c in CUE_NAMES}
+        self._ids: list[str] = []
+        self._values: dict[str, list] = {c: [] for c in CUE_NAMES}
+
+    def add(self, case_id: str, cues: dict[str, float]) -> None:
+        self._ids.append(case_id)
+        for k, col in self._values.items():
+            col.append(cues.get(k))
+        if len(self._ids) >= 65536:
+            self._pack()
+
+    def add_arrays(self, ids, values: dict[str, np.ndarray]) -> None:
+        self._pack()
+        self.ids.append(ids)
+        for k, v in values.items():
+            self.values[k].append(v)
+
+    def _pack(self) -> None:
+        import pyarrow as pa
+
+        if self._ids:
+            self.ids.append(pa.array(self._ids, pa.large_string()))
+            for k, col in self._values.items():
+                self.values[k].append(np.array([np.nan if x is None else x for x in col], dtype=float))
+                col.clear()
+            self._ids = []
+
+    def table(self) -> pd.DataFrame:
+        from verifybench.tables import strings_column
+
+        self._pack()
+        t = pd.DataFrame({"id": strings_column(self.ids),
+                          **{k: np.concatenate(v) if v else np.empty(0) for k, v in self.values.items()}}, copy=False)
+        dup = t["id"].duplicated(keep="last")  # a case listed twice keeps its last cues, as a dict would
+        return t[~dup.to_numpy()].reset_index(drop=True) if dup.any() else t
 
 
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:

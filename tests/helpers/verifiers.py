@@ -99,3 +99,20 @@ class Weakenable(CaseVerifier):
         elif mode == "tiny" and h % 97 == 0:
             score = 1.0 - score
         return score
+
+
+class Chatty(CaseVerifier):
+    """Reports what model-backed verifiers report: token usage, a cost, and the sample and injection
+    flip flags in `detail`; no units on some cases, an empty list on others (for the columnar readers)."""
+
+    name = "chatty"
+    description = "test verifier that reports usage, cost and flip flags"
+
+    def score_case(self, case: Case) -> Verdict:
+        from verifybench.cases import Unit
+
+        n = len(case.response)
+        units = None if n % 3 == 0 else [] if n % 3 == 1 else [Unit(text=case.response[:10], score=0.5, start=0, end=10)]
+        detail = {"flipped": n % 2 == 0, "note": {"nested": [1, 2]}} if n % 4 else {"injected_flip": n % 5 == 0}
+        return Verdict(case_id=case.id, verifier=self.id, score=(n % 17) / 17, units=units,
+                       usage={"input_tokens": float(n), "output_tokens": 3.0}, cost_usd=n * 1e-6, detail=detail)

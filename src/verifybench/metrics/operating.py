@@ -4,6 +4,7 @@ quality against latency and cost."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 # `Verdict.latency_kind` as small integers (0: not recorded), so a million cases are compared as numbers.
@@ -12,7 +13,14 @@ CASE, BATCH, WARMUP = 1, 2, 3
 
 
 def latency_kind_codes(kinds) -> np.ndarray:
-    """Codes of LATENCY_KINDS for an array of kind names (None or NaN: 0); integer arrays pass through."""
+    """Codes of LATENCY_KINDS for an array of kind names (None or NaN: 0); integer arrays pass through, a
+    categorical is mapped by its categories (no string per case)."""
+    if isinstance(kinds, pd.Series) and isinstance(kinds.dtype, pd.CategoricalDtype):
+        kinds = kinds.array
+    if isinstance(kinds, pd.Categorical):
+        c = kinds
+        remap = np.array([LATENCY_KINDS.index(v) if v in LATENCY_KINDS else 0 for v in c.categories] + [0], np.int8)
+        return remap[np.asarray(c.codes, dtype=np.int64)]
     k = np.asarray(kinds)
     if np.issubdtype(k.dtype, np.integer):
         return k.astype(np.int8)

@@ -22,7 +22,8 @@ from verifybench.metrics.curves import confusion_at, rates, sorted_curve
 from verifybench.metrics.operating import cost_per_1k, latency_kind_codes, latency_summary, pareto_front
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, Settings
 from verifybench.metrics.shortcuts import CUES, shortcut_report
-from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES, select_threshold, split_roles
+from verifybench.metrics.thresholds import per_value, role_of, select_threshold, split_roles
+from verifybench.tables import case_table, positions, slice_value, verdict_table
 
 CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
 SHORTCUT_MIN_PER_CLASS = 20  # the shortcut check needs this many cases of each class in a group
@@ -56,10 +57,19 @@ def _slice_key(case: dict, by: str) -> str:
     return "none" if value is None else str(value)
 
 
-def check_fields(cases: list[dict], fields: dict[str, str]) -> None:
+def meta_fields(*fields: str) -> list[str]:
+    """The meta keys named by slice and breakdown fields (`meta.tier` -> `tier`): what a case table must
+    hold a column for."""
+    return list(dict.fromkeys(f[5:] for f in fields if f.startswith("meta.")))
+
+
+def check_fields(cases: list[dict] | pd.DataFrame, fields: dict[str, str]) -> None:
     """Refuse a slice or breakdown field that no case has (`{"metrics.by": "meta.tier"}`): every case
     would land in one "none" slice, silently. The error lists the fields the cases do have."""
-    meta_keys = sorted({k for c in cases for k in (c.get("meta") or {})})
+    if isinstance(cases, pd.DataFrame):
+        meta_keys = list(cases.attrs.get("meta_keys", []))
+    else:
+        meta_keys = sorted({k for c in cases for k in (c.get("meta") or {})})
     for key, name in fields.items():
         if name in SLICE_FIELDS or (name.startswith("meta.") and name[5:] in meta_keys):
             continue
@@ -67,41 +77,71 @@ def check_fields(cases: list[dict], fields: dict[str, str]) -> None:
         raise SuiteError(f"{key}: no case has a field {name!r}; the cases have: {have}")
 
 
-def frame(cases: list[dict], verdicts: list, by: str = "doc_type", seed: int = 0,
+def _slices(ct: pd.DataFrame, field: str) -> pd.Categorical:
+    """The slice name of each case for `field`, as a categorical with sorted categories."""
+    if field.startswith("meta."):
+        col = f"meta.{field[5:]}"
+        if col not in ct:
+            raise ValueError(f"the case table has no column {col!r}: read it with meta=[{field[5:]!r}]")
+        return ct[col].array
+    values = ct[field]
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype("category")
+    codes, cats = values.cat.codes.to_numpy(), [slice_value(c) for c in values.cat.categories]
+    names = sorted(set(cats) | ({"none"} if (codes < 0).any() else set()))
+    at = {n: i for i, n in enumerate(names)}
+    remap = np.array([at[c] for c in cats] + [at.get("none", -1)], dtype=np.int32)
+    return pd.Categorical.from_codes(remap[codes], categories=pd.Index(names, dtype=object))
+
+
+def _by_appearance(c: pd.Categorical) -> pd.Categorical:
+    """The categorical with only the categories it holds, in order of first appearance (the order
+    `groupby(sort=False)` gives plain values)."""
+    codes = c.codes
+    present, first = np.unique(codes[codes >= 0], return_index=True)
+    order = present[np.argsort(first)]
+    return c.set_categories([c.categories[i] for i in order]) if len(order) != len(c.categories) or \
+        (order != np.arange(len(order))).any() else c
+
+
+def frame(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame, by: str = "doc_type", seed: int = 0,
           test_fraction: float = 0.5, breakdown: list[str] = ()) -> pd.DataFrame:
     """One row per (verifier, case): label, slice, role (calibration/test), score, error, ok (scored,
     no error), latency and how it was measured, cost, and a `bd:<field>` column per breakdown field.
 
+    `cases` and `verdicts` are the run's case index and verdicts, either as rows (dicts, `Verdict`s)
+    or as the columnar tables of `verifybench.tables` (what `rundir.read_case_frame` and
+    `read_verdict_frame` return: a million cases without a Python object each). Rows are the verdicts
+    in their order, those of cases the index does not hold left out; `case_row` is the case's row in
+    the case table, `offset` (from a read table) where the verdict's line starts in results.jsonl.
+
     `frame.attrs["split_from"]` says whether the roles come from the cases' own split field ("field")
     or from a seeded draw stratified by doc type and label ("seeded")."""
-    if cases:
-        check_fields(cases, {"metrics.by": by, **{f"metrics.breakdown[{i}]": f for i, f in enumerate(breakdown)}})
-    splits = [c.get("split") for c in cases]
-    roles = split_roles(splits, seed=seed, test_fraction=test_fraction,
-                        labels=[c["label"] for c in cases],
-                        groups=[c.get("meta", {}).get("group", f"#{i}") for i, c in enumerate(cases)],
-                        strata=[c.get("doc_type") for c in cases])
-    from_field = bool(len(roles)) and all(
-        r == ("test" if str(v).lower() in TEST_NAMES else "calibration" if str(v).lower() in CALIBRATION_NAMES else "")
-        for r, v in zip(roles, splits))
-    cdf = pd.DataFrame({
-        "case_id": [c["id"] for c in cases],
-        "dataset": [c.get("dataset") for c in cases],
-        "doc_type": [c.get("doc_type") for c in cases],
-        "slice": [_slice_key(c, by) for c in cases],
-        "label": np.array([c["label"] for c in cases], dtype=bool),
-        "role": roles,
-        **{f"bd:{f}": [_slice_key(c, f) for c in cases] for f in breakdown},
-    })
-    vdf = pd.DataFrame([
-        {"case_id": v.case_id, "verifier": v.verifier, "score": v.score, "error": v.error,
-         "latency_ms": v.latency_ms, "latency_kind": getattr(v, "latency_kind", None), "cost_usd": v.cost_usd,
-         "units": len(v.units) if v.units else None,
-         "usage": v.usage, "flipped": v.detail.get("flipped"), "injected_flip": v.detail.get("injected_flip")}
-        for v in verdicts
-    ], columns=["case_id", "verifier", "score", "error", "latency_ms", "latency_kind", "cost_usd", "units", "usage",
-                "flipped", "injected_flip"])
-    out = vdf.merge(cdf, on="case_id", how="inner")
+    ct = cases if isinstance(cases, pd.DataFrame) else case_table(cases, meta=meta_fields(by, *breakdown))
+    vt = verdicts if isinstance(verdicts, pd.DataFrame) else verdict_table(verdicts)
+    if len(ct):
+        check_fields(ct, {"metrics.by": by, **{f"metrics.breakdown[{i}]": f for i, f in enumerate(breakdown)}})
+    splits = ct["split"]
+    roles = split_roles(splits, seed=seed, test_fraction=test_fraction, labels=ct["label"].to_numpy(bool),
+                        groups=ct["group"].to_numpy(), strata=ct["doc_type"])
+    from_field = bool(len(roles)) and bool((roles == per_value(splits, role_of)).all())
+    per_case = {
+        "dataset": ct["dataset"].array, "doc_type": ct["doc_type"].array, "slice": _slices(ct, by),
+        "label": ct["label"].to_numpy(bool), "role": pd.Categorical(roles),
+        **{f"bd:{f}": _slices(ct, f) for f in breakdown},
+    }
+    pos = positions(vt["case_id"], ct["id"]) if len(vt) else np.empty(0, np.int64)
+    keep = pos >= 0
+    if keep.all():
+        out = vt.copy(deep=False)
+    else:
+        out = vt.iloc[np.flatnonzero(keep)].reset_index(drop=True)
+        pos = pos[keep]
+    if isinstance(out["verifier"].dtype, pd.CategoricalDtype):
+        out["verifier"] = _by_appearance(out["verifier"].array)
+    for col, values in per_case.items():
+        out[col] = values.take(pos) if isinstance(values, pd.Categorical) else values[pos]
+    out["case_row"] = pos
     score = out["score"].to_numpy(dtype=float, na_value=np.nan)
     # One meaning of "scored": no error message and a number. (An error column read back by pandas holds
     # NaN, not None, where there is no error: never test it with `is not None`.)
@@ -141,22 +181,38 @@ class Rows:
     units: np.ndarray
 
     @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> "Rows":
-        score = df["score"].to_numpy(dtype=float, na_value=np.nan)
-        ok = df["ok"].to_numpy(bool) if "ok" in df else (df["error"].isna() & ~np.isnan(score)).to_numpy()
+    def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> "Rows":
+        """The rows `rows` of `df` (default: all), with only the columns read here copied."""
+        if rows is not None:
+            cols = [c for c in ("score", "ok", "error", "label", "slice", "role", "latency_ms", "latency_kind",
+                                "cost_usd", "units") if c in df]
+            df = df.iloc[rows, [df.columns.get_loc(c) for c in cols]]
+
+        def column(name) -> pd.Series:
+            return df[name]
+
+        def values(name, dtype=float):
+            c = column(name)
+            if isinstance(c.dtype, pd.CategoricalDtype):  # the codes, not a string per row
+                return c.cat.codes.to_numpy()
+            return c.to_numpy(dtype=dtype, na_value=np.nan) if dtype is float else c.to_numpy(dtype=dtype)
+
+        score = values("score")
+        ok = values("ok", bool) if "ok" in df else column("error").isna().to_numpy() & ~np.isnan(score)
         order = np.argsort(-np.where(ok, score, -np.inf), kind="mergesort")
 
-        def col(name, dtype=float):
-            return df[name].to_numpy(dtype=dtype, na_value=np.nan)[order]
+        def col(name):
+            return values(name)[order]
 
         # Integer codes: comparing a million Python strings per slice would cost more than the metrics.
-        codes, names = pd.factorize(df["slice"].astype(str), sort=True)
-        role = df["role"].astype(str)
-        kind = (latency_kind_codes(df["latency_kind"].to_numpy(dtype=object))[order] if "latency_kind" in df
-                else np.zeros(len(df), np.int8))
-        return cls(label=df["label"].to_numpy(bool)[order], score=score[order], ok=ok[order],
-                   cal=(role == "calibration").to_numpy()[order], test=(role == "test").to_numpy()[order],
-                   slice=codes[order], slices=[str(n) for n in names],
+        sl = column("slice")
+        codes, names = pd.factorize(sl if isinstance(sl.dtype, pd.CategoricalDtype) else sl.astype(str), sort=True)
+        role = column("role")
+        cal, test = (role == "calibration").to_numpy(), (role == "test").to_numpy()
+        kind = (latency_kind_codes(column("latency_kind"))[order] if "latency_kind" in df
+                else np.zeros(len(score), np.int8))
+        return cls(label=values("label", bool)[order], score=score[order], ok=ok[order], cal=cal[order],
+                   test=test[order], slice=codes[order], slices=[str(n) for n in names],
                    latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"))
 
 
@@ -311,32 +367,52 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
 
 def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[str, Any]:
     """Metrics for every verifier in `df` (one row per verifier x case), over all cases and per slice."""
-    roles = df.drop_duplicates("case_id")["role"].value_counts()
+    key = df["case_row"] if "case_row" in df else df["case_id"]
+    first = ~key.duplicated().to_numpy()
+    roles = pd.Series(np.asarray(df["role"].to_numpy()[first], dtype=object)).value_counts()
     out: dict[str, Any] = {
         "by": s.by, "target": str(s.target), "min_per_class": s.min_per_class, "bootstrap": s.n_boot,
-        "n_cases": n_cases if n_cases is not None else int(df["case_id"].nunique()),
+        "n_cases": n_cases if n_cases is not None else int(first.sum()),
         "split": {str(r): int(n) for r, n in roles.items()},
         "split_from": df.attrs.get("split_from", "seeded"),
         "test_fraction": s.test_fraction, "seed": s.seed, "gate_min_cases": GATE_MIN_CASES,
         "verifiers": {},
     }
-    for vid, vdf in df.groupby("verifier", sort=False):
-        r = Rows.from_frame(vdf)
+    # Labels such as slices and roles as codes, and `ok` computed once: each verifier's rows are then
+    # taken as integers, not strings. Per verifier, each step copies only the columns it reads.
+    df = df.copy(deep=False)
+    for c in ("slice", "role", *(f"bd:{f}" for f in s.breakdown)):
+        if c in df and not isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].astype("category")
+    if "ok" not in df:
+        df["ok"] = df["error"].isna().to_numpy() & ~np.isnan(df["score"].to_numpy(dtype=float, na_value=np.nan))
+
+    def part(rows, names):
+        return df.iloc[rows, [df.columns.get_loc(c) for c in names if c in df]]
+
+    backend = [c for c in ("usage", "flipped", "injected_flip") if c in df]
+    codes, names = pd.factorize(df["verifier"])  # in order of first appearance
+    for code, vid in enumerate(names):
+        rows = np.flatnonzero(codes == code)
+        r = Rows.from_frame(df, rows)
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
         split_from = out["split_from"]
         overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from)
         entry = {"probabilistic": prob, "binary": vid in s.binary, "overall": overall, "slices": {}}
-        for code, key in enumerate(r.slices):
-            entry["slices"][key] = slice_metrics(r, r.slice == code, s, vid, key, prob, parent=overall["threshold"],
+        for i, key in enumerate(r.slices):
+            entry["slices"][key] = slice_metrics(r, r.slice == i, s, vid, key, prob, parent=overall["threshold"],
                                                  split_from=split_from)
         if s.breakdown:
-            entry["breakdown"] = breakdown(vdf, entry["overall"]["threshold"]["value"], s.breakdown)
-        entry.update(backend_counts(vdf))
-        missing = out["n_cases"] - len(vdf)
+            entry["breakdown"] = breakdown(part(rows, ["role", "label", "score", *(f"bd:{f}" for f in s.breakdown)]),
+                                           entry["overall"]["threshold"]["value"], s.breakdown)
+        if backend:
+            entry.update(backend_counts(part(rows, backend)))
+        missing = out["n_cases"] - len(rows)
         if missing:
             entry["missing_verdicts"] = missing
         out["verifiers"][vid] = entry
+        del r  # before the next verifier's rows are taken
     out["operating_points"] = operating_points(out["verifiers"])
     return jsonable(out)
 
@@ -346,7 +422,8 @@ def backend_counts(vdf: pd.DataFrame) -> dict[str, Any]:
     cache hits), tokens per case, the share of cases whose repeated samples disagreed, and the share
     whose verdict flipped when an attack was inserted into a source."""
     out: dict[str, Any] = {}
-    usage = [u for u in vdf.get("usage", pd.Series(dtype=object)).tolist() if isinstance(u, dict)]
+    col = vdf["usage"] if "usage" in vdf else pd.Series(dtype=object)
+    usage = [u for u in col[col.notna()].tolist() if isinstance(u, dict)]
     if usage:
         totals: dict[str, float] = {}
         for u in usage:
@@ -369,7 +446,7 @@ def breakdown(vdf: pd.DataFrame, threshold: float | None, fields: list[str]) -> 
     out: dict[str, Any] = {}
     for f in fields:
         rows = {}
-        for (value, label), g in test.groupby([f"bd:{f}", "label"], sort=True):
+        for (value, label), g in test.groupby([f"bd:{f}", "label"], sort=True, observed=True):
             flagged = int((g["score"].notna() & (g["score"] >= threshold)).sum()) if threshold is not None else None
             rows[f"{value}"] = {"label": "hallucinated" if label else "faithful", "n": int(len(g)),
                                 "flagged": flagged,
@@ -393,27 +470,51 @@ def operating_points(verifiers: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def shortcuts(cases: list[dict], cues: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """The shortcut check per dataset and doc type, from each case's surface cues."""
-    groups: dict[str, list[dict]] = {}
-    for c in cases:
-        if c["id"] in cues:
-            groups.setdefault(f"{c.get('dataset')} / {c.get('doc_type')}", []).append(c)
+def cue_table(cues: dict[str, dict[str, float]] | pd.DataFrame) -> pd.DataFrame:
+    """Surface cues as a table: `id` and one float column per cue (NaN where a case lacks it)."""
+    if isinstance(cues, pd.DataFrame):
+        return cues
+    return pd.DataFrame({"id": pd.Series(list(cues), dtype="str"),
+                         **{c: np.array([v.get(c) for v in cues.values()], dtype=float) for c in CUES}})
+
+
+def shortcuts(cases: list[dict] | pd.DataFrame, cues: dict[str, dict[str, float]] | pd.DataFrame) -> dict[str, Any]:
+    """The shortcut check per dataset and doc type, from each case's surface cues (a dict per case id,
+    or a cue table: see `cue_table`)."""
+    ct = cases if isinstance(cases, pd.DataFrame) else case_table(cases)
+    cues = cue_table(cues)
+    at = positions(ct["id"], cues["id"]) if len(ct) and len(cues) else np.full(len(ct), -1)
+    have = at >= 0
+    ds = per_value(ct["dataset"], str)  # str(None) is "None", as the group names always had it
+    doc = per_value(ct["doc_type"], str)
+    names = pd.Series(ds, dtype=object) + " / " + pd.Series(doc, dtype=object)
+    codes, keys = pd.factorize(names[have])
+    rows = np.flatnonzero(have)
+    label = ct["label"].to_numpy(bool)
     out = {}
-    for key, cs in sorted(groups.items()):
-        y = [c["label"] for c in cs]
-        if min(sum(y), len(y) - sum(y)) < SHORTCUT_MIN_PER_CLASS:
+    for code in sorted(range(len(keys)), key=lambda i: keys[i]):
+        sel = rows[codes == code]  # in case-index order
+        y = label[sel]
+        if min(int(y.sum()), len(y) - int(y.sum())) < SHORTCUT_MIN_PER_CLASS:
             continue  # an AUROC over a dozen cases would warn about noise
-        out[key] = shortcut_report(y, {cue: [cues[c["id"]].get(cue) for c in cs] for cue in CUES})
+        values = {}
+        for cue in CUES:
+            v = cues[cue].to_numpy(dtype=float)[at[sel]] if cue in cues else np.full(len(sel), np.nan)
+            values[cue] = [None] if np.isnan(v).any() else v  # a case without the cue: not reported
+        out[str(keys[code])] = shortcut_report(y, values)
     return jsonable(out)
 
 
-def compute_metrics(cases: list[dict], verdicts: list, settings: Settings | None = None,
-                    cues: dict[str, dict[str, float]] | None = None, **kw) -> dict[str, Any]:
-    """Metrics for a run: `evaluate` over the run's cases and verdicts, plus the shortcut check when
-    the cases' surface cues are given."""
+def compute_metrics(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame | None,
+                    settings: Settings | None = None, cues: dict[str, dict[str, float]] | pd.DataFrame | None = None,
+                    scored: pd.DataFrame | None = None, **kw) -> dict[str, Any]:
+    """Metrics for a run: `evaluate` over the run's cases and verdicts (rows, or the tables of
+    `verifybench.tables`), plus the shortcut check when the cases' surface cues are given. A caller
+    that already built the frame (`frame` of these cases and verdicts under `settings`) passes it as
+    `scored` (and may pass no verdicts), so it is not built twice."""
     s = settings or Settings(**kw)
-    out = evaluate(frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown), s, n_cases=len(cases))
+    f = scored if scored is not None else frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown)
+    out = evaluate(f, s, n_cases=len(cases))
     if cues is not None:
         out["shortcuts"] = shortcuts(cases, cues)
     return out

@@ -8,7 +8,9 @@ as tuned, so nobody mistakes one for the other.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -104,6 +106,31 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
     return int(ok[0]) if len(ok) else None
 
 
+def role_of(split: Any) -> str:
+    """The role a split name gives a case: "calibration", "test", or "" (neither)."""
+    v = "" if split is None else str(split).lower()
+    return "calibration" if v in CALIBRATION_NAMES else "test" if v in TEST_NAMES else ""
+
+
+def per_value(values, fn: Callable[[Any], Any]) -> np.ndarray:
+    """`fn` of each value as an object array, computed once per distinct value: a million cases hold a
+    handful of split names and doc types. A categorical's missing value is None."""
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        codes, cats = values.cat.codes.to_numpy(), list(values.cat.categories)
+    else:
+        codes, uniques = pd.factorize(pd.Series(list(values), dtype=object), use_na_sentinel=True)
+        cats = list(uniques)
+        if len(codes) and (codes < 0).any():  # None (and NaN): pandas leaves them out of the uniques
+            raw = np.asarray(pd.Series(list(values), dtype=object))
+            nan_is_none = all(v is None for v in raw[codes < 0])
+            if not nan_is_none:  # NaN is not None: str(nan) is "nan"; keep the old per-value meaning
+                return np.array([fn(v) for v in raw], dtype=object)
+    mapped = np.empty(len(cats) + 1, dtype=object)
+    mapped[:len(cats)] = [fn(c) for c in cats]
+    mapped[len(cats)] = fn(None)
+    return mapped[codes]
+
+
 def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=None, groups=None,
                 strata=None) -> np.ndarray:
     """'calibration' or 'test' per case.
@@ -116,26 +143,31 @@ def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=
     Within a stratum of k units, k x test_fraction go to the test side, the fractional unit by a seeded
     coin, so that small strata are not all rounded the same way.
     """
-    values = np.array(["" if v is None else str(v).lower() for v in split_values], dtype=object)
-    roles = np.where(np.isin(values, CALIBRATION_NAMES), "calibration",
-                     np.where(np.isin(values, TEST_NAMES), "test", ""))
-    if (roles == "calibration").any() and (roles == "test").any():
-        return roles.astype(object)
-    n = len(values)
+    split_role = per_value(split_values, lambda v: role_of(v))
+    if (split_role == "calibration").any() and (split_role == "test").any():
+        return split_role
+    n = len(split_role)
     if not n:
         return np.array([], dtype=object)
     labels = np.zeros(n, bool) if labels is None else np.asarray(labels, bool)
     # Vectorised (a million cases take a second): groups and strata as integer codes.
-    g, _ = pd.factorize(pd.Series(np.arange(n) if groups is None else list(groups), dtype=object))
+    if groups is None:
+        g = np.arange(n)
+    elif isinstance(groups, np.ndarray) and np.issubdtype(groups.dtype, np.integer):
+        g, _ = pd.factorize(groups)  # already codes (the case table's): renumbered in order of appearance
+    else:
+        g, _ = pd.factorize(pd.Series(list(groups), dtype=object))
     n_groups = int(g.max()) + 1
     first = np.full(n_groups, n)
     np.minimum.at(first, g, np.arange(n))
     has_pos = np.bincount(g, weights=labels, minlength=n_groups) > 0
     has_neg = np.bincount(g, weights=~labels, minlength=n_groups) > 0
     label_set = has_pos.astype(int) + 2 * has_neg.astype(int)  # 1: hallucinated only, 2: faithful only, 3: both
-    doc = np.array(["" if v is None else str(v) for v in strata], dtype=object)[first] if strata is not None \
+    doc = per_value(strata, lambda v: "" if v is None else str(v))[first] if strata is not None \
         else np.full(n_groups, "", dtype=object)
-    stratum, _ = pd.factorize(pd.Series([f"{d}\x00{k}" for d, k in zip(doc, label_set)]), sort=True)
+    # Strata are (doc type, label set) pairs numbered in sorted order.
+    doc_code, _ = pd.factorize(pd.Series(doc, dtype=object), sort=True)
+    _, stratum = np.unique(doc_code.astype(np.int64) * 4 + label_set, return_inverse=True)
     n_strata = int(stratum.max()) + 1
     rng = np.random.default_rng(seed)
     exact = np.bincount(stratum, minlength=n_strata) * test_fraction
@@ -146,4 +178,4 @@ def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=
     rank = np.empty(n_groups, int)
     rank[order] = np.arange(n_groups) - starts[stratum[order]]
     test_group = rank < n_test[stratum]
-    return np.where(test_group[g], "test", "calibration").astype(object)
+    return np.array(["calibration", "test"], dtype=object)[test_group[g].astype(np.int8)]

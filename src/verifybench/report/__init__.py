@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 
 from verifybench.metrics.summary import OVERALL
@@ -46,6 +48,21 @@ def worst_cases(cases: list[dict], verdicts: list, verifier: str, threshold: flo
         alarms = [p for p in alarms if p[0].score >= threshold]
     return ([{"kind": "missed hallucination", "verdict": v, "case": c} for v, c in missed[:EXAMPLES]]
             + [{"kind": "false alarm", "verdict": v, "case": c} for v, c in alarms[:EXAMPLES]])
+
+
+def worst_rows(frame: pd.DataFrame, verifier: str, threshold: float | None) -> list[tuple[str, int]]:
+    """`worst_cases` over a metrics frame (`metrics.frame`): (kind, row of the frame) of the cases the
+    per-case view shows, chosen without a Python object per case. The caller reads those verdicts and
+    case rows back whole (`rundir.read_verdicts_at`, `read_cases_at`)."""
+    mine = np.flatnonzero((frame["verifier"] == verifier).to_numpy(bool) & frame["ok"].to_numpy(bool))
+    score = frame["score"].to_numpy(float)[mine]
+    label = frame["label"].to_numpy(bool)[mine]
+    missed = label if threshold is None else label & (score < threshold)
+    alarms = ~label if threshold is None else ~label & (score >= threshold)
+    # Stable sorts over the frame's (the file's) order, as `sorted` orders the verdicts in `worst_cases`.
+    low = mine[missed][np.argsort(score[missed], kind="stable")][:EXAMPLES]
+    high = mine[alarms][np.argsort(-score[alarms], kind="stable")][:EXAMPLES]
+    return [("missed hallucination", int(i)) for i in low] + [("false alarm", int(i)) for i in high]
 
 
 def _get(obj: Any, name: str) -> Any:
