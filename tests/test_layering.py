@@ -13,8 +13,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Each top-level module or package of verifybench, by layer. A module may import its own package and
 # anything in a lower layer, never its own layer's other members, never a higher layer.
 LAYERS: list[set[str]] = [
-    # core types and helpers every layer shares (tables: the columnar view of cases and verdicts)
-    {"cases", "errors", "locate", "tables"},
+    # the core types and errors
+    {"cases", "errors"},
+    # helpers over them that every layer shares (locate: text offsets; tables: cases and verdicts as columns)
+    {"locate", "tables"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
     {"loaders", "verifiers", "rundir", "metrics"},
     # built on one or two of them
