@@ -141,18 +141,18 @@ class _Groups:
             out[missing] = n_unique + np.arange(int(missing.sum()))
             return out
         index: dict[Any, int] = {}  # the rare case: one dict over every value
-        out = []
+        found: list[int] = []
         for kind, p in self.parts:
             for v in (p.to_pylist() if kind == "arrow" else p):
                 if v is None and kind == "arrow" or v is _MISSING:
-                    out.append(-1 - len(out))  # unique, negative: renumbered below
+                    found.append(-1 - len(found))  # unique, negative: renumbered below
                     continue
                 key = _group_key(v)
                 c = index.get(key)
                 if c is None:
                     c = index[key] = len(index)
-                out.append(c)
-        codes = np.array(out, dtype=np.int64)
+                found.append(c)
+        codes = np.array(found, dtype=np.int64)
         missing = codes < 0
         codes[missing] = len(index) + np.arange(int(missing.sum()))
         return codes
