@@ -171,6 +171,7 @@ def test_run_methods_call_the_commands(frame_run, tmp_path):
     assert (tmp_path / "policy.yaml").exists() and set(policy["thresholds"]) == {"rouge", "anchors"}
 
 
+@pytest.mark.slow  # a real MLflow store (see test_tracking.py)
 def test_log_to_mlflow_from_a_run(frame_run, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under the working directory

@@ -23,6 +23,9 @@ from verifybench import api, tracking
 from verifybench.cli import app
 
 mlflow = pytest.importorskip("mlflow", reason="the tracking tests need the mlflow extra (part of the test extra)")
+# A real MLflow store: the first one of a session runs its schema migrations (about 10 s), and every test
+# logs into one; the quick loop leaves the module out (docs/testing.md), CI runs it.
+pytestmark = pytest.mark.slow
 cli = CliRunner()
 EXPERIMENT = "tracked"  # the suite's name
 
@@ -360,7 +363,6 @@ def mlflow_server(tmp_path_factory):
         log.close()
 
 
-@pytest.mark.slow
 @pytest.mark.mlflow_server
 def test_run_logs_to_a_real_mlflow_server(runs, mlflow_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
