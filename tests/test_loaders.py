@@ -465,3 +465,10 @@ def test_an_unknown_loader_path_is_a_suite_error():
         list(iter_cases(spec(loader="helpers.nowhere:tickets")))
     with pytest.raises(SuiteError, match="unknown loader 'nope'.*jsonl"):
         list(iter_cases(spec(loader="nope")))
+
+
+def test_the_injection_suite_hashes_the_two_benchmarks_it_reads_not_the_whole_shared_folder(data_dir):
+    from verifybench.loaders import dataset_files
+
+    files = dataset_files(spec(loader="injection-sets", path=str(data_dir)))
+    assert files and {p.relative_to(data_dir).parts[0] for p in files} == {"bipia", "tensortrust"}

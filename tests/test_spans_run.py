@@ -174,3 +174,27 @@ def test_gold_that_could_not_be_located_anywhere_is_still_reported(tmp_path):
     m = json.loads((tmp_path / "run/metrics.json").read_text())
     assert m["spans"]["gold"]["not_found"] == 10 and m["spans"]["gold"]["cases_with_unlocated"] == 10
     assert m["spans"]["evaluated"]["test"] + m["spans"]["evaluated"]["calibration"] == 10  # the faithful ones
+
+
+def test_pairs_from_the_run_tables_equal_pairs_from_the_rows(tmp_path):
+    """A run without gold spans measures pairs from the columns `finish` already holds; the row path
+    (what a run with spans takes) must give the same section, cases without a group left out of both."""
+    from verifybench import localization
+    from verifybench.api import settings_for
+    from verifybench.rundir import read_json
+
+    rows = [{k: v for k, v in r.items() if k != "bad"} for r in make_rows(60, seed=3)]
+    rows += [{"id": f"solo-{i}", "response": SOURCE, "sources": [SOURCE], "label": i % 2} for i in range(12)]
+    data = write(tmp_path / "cases.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    suite = parse_suite({"name": "pairs", "dataset": {"loader": "jsonl", "path": str(data), "fields": {"group": "pair"}},
+                         "verifiers": ["rouge", {"helpers.span_verifiers:WordNovelty": {"id": "novelty"}}],
+                         "metrics": {"min_per_class": 10, "bootstrap": 200, "by": "dataset"}}, tmp_path)
+    run = tmp_path / "run"
+    api.run(suite, out=run, progress=False)
+    from_tables = json.loads((run / "metrics.json").read_text())
+    assert from_tables["pairs"]["groups"] == 60 and from_tables["pairs"]["cases_in_groups"] == 120
+    from_rows = localization.add_metrics({"verifiers": {"rouge": {}, "novelty": {}}}, run,
+                                         settings_for(run, read_json(run / "manifest.json")))
+    assert from_rows["pairs"] == from_tables["pairs"]
+    for vid in ("rouge", "novelty"):
+        assert from_rows["verifiers"][vid]["pairs"] == from_tables["verifiers"][vid]["pairs"]

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from helpers.tracked_runs import make_run, suite_file, with_created
 from verifybench import api, tracking
 from verifybench.cli import app
+from verifybench.rundir import read_json
 
 mlflow = pytest.importorskip("mlflow", reason="the tracking tests need the mlflow extra (part of the test extra)")
 # A real MLflow store: the first one of a session runs its schema migrations (about 10 s), and every test
@@ -220,6 +221,11 @@ def test_git_commit_of_the_suites_repository_is_a_tag(root, tmp_path, sqlite_uri
     subprocess.run([*git, "commit", "-qm", "suite"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     run_dir = make_run(repo / "reports" / "r", suite, limit=60)
+    assert read_json(run_dir / "manifest.json")["git"] == {"commit": head, "dirty": False}
+    # A later commit does not rename the run's code: the manifest recorded it when the run started.
+    (repo / "later.txt").write_text("x")
+    subprocess.run([*git, "add", "later.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "later"], check=True)
     api.log_to_mlflow(run_dir, sqlite_uri)
     row = read_runs().iloc[0]
     assert row["tags.mlflow.source.git.commit"] == head and row["tags.verifybench.git_dirty"] == "False"

@@ -206,7 +206,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
     release_memory()
     metrics = compute_metrics(cases, None, s, scored=f)
-    localization.add_metrics(metrics, run_dir, s)  # spans and minimal pairs
+    localization.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}

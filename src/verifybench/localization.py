@@ -195,13 +195,10 @@ def span_section(t: CaseTable, units: dict[str, dict[int, list]], errors: dict[s
     return summary, per
 
 
-def pair_section(t: CaseTable, scores: dict[str, np.ndarray], s: Settings
-                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    grouped = np.array([g is not None for g in t.group])
-    codes = {}
-    group = np.array([codes.setdefault(json.dumps(g, sort_keys=True, default=str), len(codes)) if g is not None
-                      else -1 for g in t.group])
-    per = {vid: pairwise_accuracy(group[grouped], t.label[grouped], sc[grouped], t.slice[grouped],
+def pair_section(group: np.ndarray, grouped: np.ndarray, label: np.ndarray, slices: np.ndarray,
+                 scores: dict[str, np.ndarray], s: Settings) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Pairwise accuracy per verifier over the cases in a group (`grouped`), all arrays per case."""
+    per = {vid: pairwise_accuracy(group[grouped], label[grouped], sc[grouped], slices[grouped],
                                   n_boot=s.n_boot, seed=s.seed)
            for vid, sc in scores.items()}
     first = next(iter(per.values()), {})
@@ -210,9 +207,66 @@ def pair_section(t: CaseTable, scores: dict[str, np.ndarray], s: Settings
     return summary, per
 
 
-def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings) -> dict[str, Any]:
-    """Add span and pair metrics to a run's metrics (in place; also returned)."""
+def _row_pairs(t: CaseTable, scores: dict[str, np.ndarray], s: Settings):
+    grouped = np.array([g is not None for g in t.group], dtype=bool)
+    codes: dict[str, int] = {}
+    group = np.array([codes.setdefault(json.dumps(g, sort_keys=True, default=str), len(codes)) if g is not None
+                      else -1 for g in t.group])
+    return pair_section(group, grouped, t.label, t.slice, scores, s)
+
+
+def _table_pairs(cases, scored, s: Settings):
+    """The pair section from the columnar case table and metrics frame (`tables`, `metrics.frame`): what
+    `finish` already holds, so a million grouped cases cost no dict or JSON parse per case."""
+    n = len(cases)
+    group = cases["group"].to_numpy()
+    grouped = group < cases.attrs["groups"]
+    rows = scored["case_row"].to_numpy()
+    slices = np.full(n, "none", dtype=object)
+    slices[rows] = scored["slice"].astype(str).to_numpy(dtype=object)
+    ok = scored["ok"].to_numpy(bool)
+    score = scored["score"].to_numpy(float)
+    verifier = scored["verifier"].astype(str).to_numpy()
+    scores = {}
+    for vid in dict.fromkeys(verifier):  # file order, as results.jsonl lists them
+        mine = (verifier == vid) & ok
+        scores[vid] = np.full(n, np.nan)
+        scores[vid][rows[mine]] = score[mine]
+    return pair_section(group, grouped, cases["label"].to_numpy(bool), slices, scores, s)
+
+
+def _scan(path: Path) -> tuple[bool, bool]:
+    """(some case has gold spans or span notes, some case has a group), in one streamed pass."""
+    spans = grouped = False
+    for r in _lines(path):
+        spans = spans or b'"spans' in r  # "spans", "spans_not_found", ...
+        grouped = grouped or b'"group"' in r
+        if spans and grouped:
+            break
+    return spans, grouped
+
+
+def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings, cases=None, scored=None
+                ) -> dict[str, Any]:
+    """Add span and pair metrics to a run's metrics (in place; also returned). With the run's case table
+    and metrics frame (`cases`, `scored`), pairs of a run without gold spans are measured from those
+    columns; span metrics read the case index's rows and the units they need from the files."""
     run_dir = Path(run_dir)
+    has_spans, grouped = _scan(run_dir / CASES)
+    if not (has_spans or grouped):
+        return metrics
+    verifiers = metrics.setdefault("verifiers", {})
+
+    def add_pairs(summary, per):
+        if summary["pairs"]:
+            metrics["pairs"] = jsonable(summary)
+            for vid, entry in per.items():
+                if vid in verifiers:
+                    verifiers[vid]["pairs"] = jsonable(entry)
+
+    if not has_spans and cases is not None and scored is not None and "groups" in cases.attrs:
+        add_pairs(*_table_pairs(cases, scored, s))
+        return metrics
     t = CaseTable.read(run_dir, s)
     if t is None:
         return metrics
@@ -221,7 +275,6 @@ def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings) -> di
     if not grouped and want is None:
         return metrics
     scores, units, errors = read_verdict_parts(run_dir, want, len(t.ids), t.pos)
-    verifiers = metrics.setdefault("verifiers", {})
     if t.has_spans:
         summary, per = span_section(t, units, errors, s)
         metrics["spans"] = jsonable(summary)
@@ -229,10 +282,5 @@ def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings) -> di
             if vid in verifiers:
                 verifiers[vid]["spans"] = jsonable(entry)
     if grouped:
-        summary, per = pair_section(t, scores, s)
-        if summary["pairs"]:
-            metrics["pairs"] = jsonable(summary)
-            for vid, entry in per.items():
-                if vid in verifiers:
-                    verifiers[vid]["pairs"] = jsonable(entry)
+        add_pairs(*_row_pairs(t, scores, s))
     return metrics

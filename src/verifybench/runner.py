@@ -41,8 +41,10 @@ from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.loaders.fields import LabelLog, recording_labels
+from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
+from verifybench.provenance import git_state
 from verifybench.rundir import (
     CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, _blocks, case_index_row,
     hold, iter_jsonl, read_json, repair_tail, write_json,
@@ -84,7 +86,6 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # things the user should hear about (a stale lock taken over)
 
 
-GATE_MIN_CASES = 30  # `verifybench gate --min-cases`: test cases a gated slice needs
 
 
 def describe(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
@@ -228,11 +229,17 @@ class Runner:
                 for v in self.verifiers
             ],
             "executor": self._executor_info,
+            "git": previous["git"] if "git" in previous else self._git(),
             "packages": package_versions(),
             "platform": {"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
             "resumes": previous.get("resumes", 0) + (1 if self.resume and status == RUNNING else 0),
             **({"notes": self.notes} if self.notes else {}),
         }
+
+    def _git(self) -> dict[str, Any] | None:
+        if not hasattr(self, "_git_state"):  # asked once a run, not at every manifest write
+            self._git_state = git_state(Path(self.suite.source or ".").resolve().parent)
+        return self._git_state
 
     def _count(self) -> int:
         """Cases the progress bar expects: a quick pass that skips bad records (the main pass judges them)."""

@@ -7,7 +7,7 @@ columns they take tens of megabytes. Two tables, each a pandas DataFrame:
 - the case table (`case_table`, or `rundir.read_case_frame`): one row per case, in index order:
   `id` (string), `dataset`, `doc_type`, `split` (categoricals; a missing split is NaN), `label` (bool),
   `group` (integer code of `meta.group`, in order of first appearance; a case without one has a group
-  of its own), one `meta.<key>` column per requested meta key holding the slice value (`str` of the
+  of its own, coded at or above `attrs["groups"]`, the number of groups the cases name), one `meta.<key>` column per requested meta key holding the slice value (`str` of the
   value, "none" where a case has no such key), and, when read from a file, `offset` (byte offset of
   the case's line, to read the whole row back). `attrs["meta_keys"]` lists every meta key any case has.
 - the verdict table (`verdict_table`, or `rundir.read_verdict_frame`): one row per verdict, in file
@@ -108,6 +108,7 @@ class _Groups:
 
     def __init__(self):
         self.parts: list[tuple[str, Any]] = []  # ("arrow", array with nulls = missing) | ("python", values)
+        self.n_groups = 0  # after `codes`: how many distinct groups; higher codes are cases without one
 
     def add_arrow(self, values: pa.Array) -> None:
         self.parts.append(("arrow", values))
@@ -139,6 +140,7 @@ class _Groups:
             out = np.empty(len(values), np.int64)
             out[~missing] = codes
             out[missing] = n_unique + np.arange(int(missing.sum()))
+            self.n_groups = n_unique
             return out
         index: dict[Any, int] = {}  # the rare case: one dict over every value
         found: list[int] = []
@@ -155,6 +157,7 @@ class _Groups:
         codes = np.array(found, dtype=np.int64)
         missing = codes < 0
         codes[missing] = len(index) + np.arange(int(missing.sum()))
+        self.n_groups = len(index)
         return codes
 
 
@@ -240,6 +243,7 @@ class CaseColumns:
             cols["offset"] = np.concatenate(self.offsets)
         df = pd.DataFrame(cols, copy=False)
         df.attrs["meta_keys"] = sorted(self.meta_keys)
+        df.attrs["groups"] = self.groups.n_groups  # `group` codes from here on are cases without a group
         return df
 
 

@@ -23,7 +23,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.summary import OVERALL
+from verifybench.provenance import git_state
 from verifybench.rundir import MANIFEST, METRICS, REPORT
 from verifybench.rundir import read_json as _read_json
 
@@ -198,22 +198,14 @@ def run_key(manifest: dict[str, Any], run_dir: Path) -> str:
 
 def git_commit(manifest: dict[str, Any]) -> tuple[str | None, bool | None]:
     """(commit, dirty) of the repository that holds the suite; the run's own record when the manifest
-    has one (`git.commit`), else asked of git now (None where there is no git or no repository)."""
-    recorded = manifest.get("git")
-    if isinstance(recorded, dict) and recorded.get("commit"):
-        return str(recorded["commit"]), recorded.get("dirty")
-    base = (manifest.get("suite") or {}).get("base_dir")
-    if not base or not Path(base).is_dir():
+    has one (`git`, written when the run started), else asked of git now (a run made before runs
+    recorded it; None where there is no git or no repository)."""
+    state = manifest.get("git")
+    if not (isinstance(state, dict) and state.get("commit")):
+        state = git_state((manifest.get("suite") or {}).get("base_dir"))
+    if not state:
         return None, None
-    try:
-        head = subprocess.run(["git", "-C", base, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return None, None
-        status = subprocess.run(["git", "-C", base, "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-    return head.stdout.strip(), (bool(status.stdout.strip()) if status.returncode == 0 else None)
+    return str(state["commit"]), state.get("dirty")
 
 
 def tags_of(manifest: dict[str, Any], metrics: dict[str, Any], run_dir: Path) -> dict[str, str]:
