@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from types import SimpleNamespace
 from xml.etree import ElementTree as ET
 
@@ -40,27 +39,16 @@ verifiers:
 """
 
 
-@contextmanager
-def env(**values):
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update({k: str(v) for k, v in values.items()})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def make_suite(folder, root, name="gated", extra="", metrics="metrics: {breakdown: [meta.error_type]}"):
     text = SUITE.format(data=root / "datasets/demo/cases.jsonl", extra=extra, metrics=metrics)
     return write(folder / f"{name}-{abs(hash(extra + metrics))}.yaml", text.replace("name: gated", f"name: {name}"))
 
 
 def run(suite_file, out, **environment):
-    with env(**environment):
+    """A run with `environment` set for its duration (the module-scoped runs cannot take `monkeypatch`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in environment.items():
+            mp.setenv(key, str(value))
         api.run(suite_file, out=out, progress=False)
     return out
 
