@@ -56,6 +56,7 @@ def case(response, source, cid="c", label=False):
     return Case(id=cid, dataset="t", response=response, label=label, sources=[Source(id="doc", text=source)])
 
 
+@pytest.mark.slow  # scores held-out pairs with the test model
 def test_the_trained_model_separates_its_own_held_out_pairs(nli_model):
     """Pairs from another seed than training; each pair scored as one (premise, hypothesis) case."""
     v = build("nli", model=nli_model, cache_dir=None, aggregate="pair")

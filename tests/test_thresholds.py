@@ -29,6 +29,7 @@ def demo_run(tmp_path_factory, root):
     return out
 
 
+@pytest.mark.slow  # SummEdits read whole
 def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     policy = api.thresholds(summedits_run, by="doc_type", target="f1", out=tmp_path / "policy.yaml")
     rows = policy["thresholds"]["rouge"]
@@ -49,6 +50,7 @@ def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     assert all(r["source"] == "fitted" for r in lenient["thresholds"]["rouge"].values())
 
 
+@pytest.mark.slow  # SummEdits read whole
 def test_test_split_is_never_the_calibration_split(summedits_run):
     metrics = json.loads((summedits_run / "metrics.json").read_text())
     assert metrics["split"] == {"test": 3695, "calibration": 986}  # SummEdits' own split field
@@ -77,6 +79,7 @@ def test_bad_policy_is_refused_before_running(tmp_path, root):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow  # SummEdits read whole
 def test_compare_refuses_runs_over_different_data(demo_run, summedits_run):
     with pytest.raises(VerifybenchError, match="the runs scored different data"):
         api.compare(demo_run, summedits_run)
