@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import yaml
 from conftest import write
-
 from typer.testing import CliRunner
 
 from verifybench import api

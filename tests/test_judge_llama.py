@@ -28,7 +28,7 @@ def test_local_server_judges_real_cases(tmp_path, root, data_dir):
     }, tmp_path)
     result = api.run(suite, out=tmp_path / "run", progress=False)
     assert result.n_cases == 6
-    verdicts = [json.loads(l) for l in (tmp_path / "run/results.jsonl").read_text().splitlines()]
+    verdicts = [json.loads(line) for line in (tmp_path / "run/results.jsonl").read_text().splitlines()]
     scored = [v for v in verdicts if "score" in v]
     # A 135M model sometimes writes no valid JSON even after the repair: those are counted errors.
     assert len(scored) >= 5, [v.get("error") for v in verdicts]
@@ -47,7 +47,7 @@ def test_local_server_judges_real_cases(tmp_path, root, data_dir):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VERIFYBENCH_REPLAY_ONLY", "1")
         again = api.run(replay, out=tmp_path / "replay", progress=False)
-    replayed = [json.loads(l) for l in (tmp_path / "replay/results.jsonl").read_text().splitlines()]
+    replayed = [json.loads(line) for line in (tmp_path / "replay/results.jsonl").read_text().splitlines()]
     assert again.errors == result.errors
     assert {v["case_id"]: v.get("score") for v in replayed} == {v["case_id"]: v.get("score") for v in verdicts}
 

@@ -17,17 +17,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import write
-from helpers import nli_pairs as P
 
+from helpers import nli_pairs as P
 from verifybench import api
 from verifybench.cases import Case, Source
 from verifybench.errors import SuiteError
 from verifybench.metrics.curves import auroc
 from verifybench.suite import parse_suite
 from verifybench.verifiers import build
+from verifybench.verifiers.anchors.text import sentences
 from verifybench.verifiers.nli.model import PairModel, entail_probability
 from verifybench.verifiers.nli.windows import pack_windows, split_long
-from verifybench.verifiers.anchors.text import sentences
 
 
 @pytest.fixture(scope="session")

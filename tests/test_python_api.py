@@ -298,7 +298,6 @@ def test_fields_with_case_objects_and_suite_options_without_cases_are_refused(tm
 
 def test_verifiers_as_names_options_and_objects(small, tmp_path):
     from helpers.verifiers import Slow
-
     from verifybench.verifiers import build
 
     two = build("rouge", "rouge2", type="rouge2")

@@ -40,7 +40,8 @@ def test_verifier_ids(tmp_path):
     f = write(tmp_path / "s.yaml", "dataset: {loader: jsonl, path: c.jsonl}\n"
                                    "verifiers: [rouge, {rouge: {type: rouge2, id: rouge2}}]\n")
     suite = load_suite(f)
-    assert [(e.id, e.name, e.options) for e in suite.verifiers] == [("rouge", "rouge", {}), ("rouge2", "rouge", {"type": "rouge2"})]
+    assert [(e.id, e.name, e.options) for e in suite.verifiers] == [
+        ("rouge", "rouge", {}), ("rouge2", "rouge", {"type": "rouge2"})]
     dup = write(tmp_path / "d.yaml", "dataset: {loader: jsonl, path: c.jsonl}\nverifiers: [rouge, {rouge: {type: rouge2}}]\n")
     with pytest.raises(SuiteError, match="id 'rouge' is used twice"):
         load_suite(dup)

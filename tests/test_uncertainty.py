@@ -3,7 +3,13 @@ import pytest
 from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
 
 from verifybench.metrics import (
-    confusion_at, counts_intervals, errors_as_wrong, mcnemar, paired_bootstrap, rank_intervals, threshold_curve,
+    confusion_at,
+    counts_intervals,
+    errors_as_wrong,
+    mcnemar,
+    paired_bootstrap,
+    rank_intervals,
+    threshold_curve,
 )
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
 from verifybench.metrics.operating import latency_summary, pareto_front

@@ -7,8 +7,9 @@ columns they take tens of megabytes. Two tables, each a pandas DataFrame:
 - the case table (`case_table`, or `rundir.read_case_frame`): one row per case, in index order:
   `id` (string), `dataset`, `doc_type`, `split` (categoricals; a missing split is NaN), `label` (bool),
   `group` (integer code of `meta.group`, in order of first appearance; a case without one has a group
-  of its own, coded at or above `attrs["groups"]`, the number of groups the cases name), one `meta.<key>` column per requested meta key holding the slice value (`str` of the
-  value, "none" where a case has no such key), and, when read from a file, `offset` (byte offset of
+  of its own, coded at or above `attrs["groups"]`, the number of groups the cases name), one
+  `meta.<key>` column per requested meta key holding the slice value (`str` of the value, "none" where
+  a case has no such key), and, when read from a file, `offset` (byte offset of
   the case's line, to read the whole row back). `attrs["meta_keys"]` lists every meta key any case has.
 - the verdict table (`verdict_table`, or `rundir.read_verdict_frame`): one row per verdict, in file
   order: `case_id` (string), `verifier` (categorical, in order of first appearance), `score`,

@@ -219,7 +219,8 @@ def _entry(sums: np.ndarray, draws: np.ndarray | None, alpha: float) -> dict[str
     return out
 
 
-def span_metrics(counts: dict[str, np.ndarray], label: ArrayLike, slices: ArrayLike | None = None, n_boot: int = N_BOOT, seed: int = 0,
+def span_metrics(counts: dict[str, np.ndarray], label: ArrayLike, slices: ArrayLike | None = None,
+                 n_boot: int = N_BOOT, seed: int = 0,
                  alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
     """Span metrics with bootstrap intervals, for several verifiers over the same cases.
 
