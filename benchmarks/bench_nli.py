@@ -96,7 +96,7 @@ def one_pass(model: str, cases: list[Case], max_length: int, cache: Path) -> dic
     n_pairs = 0
     for i in range(0, len(cases), 16):
         sent.clear()
-        for name, run in (("wrapper", lambda: v.verify(cases[i:i + 16])),
+        for name, run in (("wrapper", lambda: v.verify(cases[i:i + 16])),  # noqa: B023 - called in this iteration
                           ("raw", lambda: raw(v, list(sent), v.options.batch_size, sort=True)),
                           ("unsorted", lambda: raw(v, list(sent), v.options.batch_size, sort=False))):
             c, w = time.process_time(), time.perf_counter()
@@ -137,7 +137,7 @@ def main() -> None:
         if args.top_k:
             # What window selection saves: every window against the k the embedding model ranks closest
             # (MiniLM, its embeddings cached in the temporary folder after the first pass).
-            print(f"\n| windows | pairs a case | CPU ms a case | wall ms a case |\n|---|---|---|---|")
+            print("\n| windows | pairs a case | CPU ms a case | wall ms a case |\n|---|---|---|---|")
             for k in (None, args.top_k):
                 v = build("nli", model=model, max_length=args.max_length, cache_dir=None, device="cpu",
                           top_k_windows=k, embedding_cache_dir=str(Path(tmp) / "emb"))

@@ -18,11 +18,29 @@ def root() -> Path:
     return ROOT
 
 
+def shared_data() -> Path | None:
+    """The public benchmarks: $VERIFYBENCH_DATA, else a shared/datasets folder beside the repository."""
+    found = os.environ.get("VERIFYBENCH_DATA") or find_data_dir(ROOT)
+    return Path(found) if found and Path(found).is_dir() else None
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    found = os.environ.get("VERIFYBENCH_DATA") or find_data_dir(ROOT)
-    assert found, "the shared datasets are missing: expected ../shared/datasets beside the repository"
-    return Path(found)
+    """The shared datasets; a test that needs them is skipped, with the reason, where they are missing."""
+    found = shared_data()
+    if found is None:
+        pytest.skip("the shared datasets are missing: expected ../shared/datasets beside the repository "
+                    "or VERIFYBENCH_DATA (see ../shared/datasets/MANIFEST.md)")
+    return found
+
+
+def need_shared(data_dir: Path, *relative: str) -> list[Path]:
+    """The named files under the shared datasets; skips the calling test, naming them, if any is missing."""
+    paths = [data_dir / r for r in relative]
+    missing = [r for r, p in zip(relative, paths) if not p.exists()]
+    if missing:
+        pytest.skip(f"missing from the shared datasets ({data_dir}): {', '.join(missing)}")
+    return paths
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -86,7 +86,8 @@ def test_polarity_reads_the_matching_clause():
 
 
 def test_sentences_survive_abbreviations_decimals_initials_and_lists():
-    text = "Dr. J. R. Smith paid $3.5 million to Acme Inc. in 2020. It was approved, e.g. by the U.S. board. Steps: 1. sign 2. pay."
+    text = ("Dr. J. R. Smith paid $3.5 million to Acme Inc. in 2020. It was approved, e.g. by the U.S. board. "
+            "Steps: 1. sign 2. pay.")
     got = [s.text for s in sentences(text)]
     assert got[0] == "Dr. J. R. Smith paid $3.5 million to Acme Inc. in 2020."
     assert got[1] == "It was approved, e.g. by the U.S. board."

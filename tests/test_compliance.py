@@ -13,8 +13,15 @@ from verifybench.cases import Case, Source
 from verifybench.errors import RecordError
 from verifybench.verifiers import build
 from verifybench.verifiers.compliance import (
-    Document, HybridIndex, LLMExtractor, RuleExtractor, TwoStagePipeline, VerificationCriterion, claims_compliance,
-    load_corpus, match_criteria,
+    Document,
+    HybridIndex,
+    LLMExtractor,
+    RuleExtractor,
+    TwoStagePipeline,
+    VerificationCriterion,
+    claims_compliance,
+    load_corpus,
+    match_criteria,
 )
 from verifybench.verifiers.llm import OpenAICompatible
 
@@ -185,7 +192,8 @@ def write_seed_corpus(path):
         Document(id="INV", doc_type="invoice", metadata={"lot_id": "LOT-9921"},
                  text="Invoice: 50 kg beta-carotene colorant, lot LOT-9921, delivered to the warehouse."),
         Document(id="ALG", doc_type="allergen_notice",
-                 text="Allergen notice: beta-carotene colorant produced on a line that processes milk. Vegan certification pending."),
+                 text="Allergen notice: beta-carotene colorant produced on a line that processes milk. "
+                      "Vegan certification pending."),
         # Last year's lot: clean, and its certificate says so in the words of the question.
         coa("LOT-1000", note="\nConclusion: our beta-carotene colorant meets vegan certification requirements."),
         tds("LOT-9921", "pork gelatin"), coa("LOT-9921", carrier="pork gelatin"),

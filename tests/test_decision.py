@@ -13,8 +13,8 @@ from verifybench.errors import SuiteError
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.metrics.curves import auroc
 from verifybench.verifiers import build
-from verifybench.verifiers.decision.triage import TriageOptions, decide
 from verifybench.verifiers.decision.questions import UnitAnswers
+from verifybench.verifiers.decision.triage import TriageOptions, decide
 from verifybench.verifiers.decision.units import DecisionUnit, split_units, state_for
 
 THRESHOLDS = {"instructions": 0.5, "contradiction": 0.5}

@@ -12,8 +12,8 @@ import pickle
 from pathlib import Path
 
 import pytest
-
 from cassettes.typesafe import scenarios
+
 from verifybench.cases import Case, Source
 from verifybench.verifiers import build
 from verifybench.verifiers.decision.cassettes import ReplayTransport

@@ -9,15 +9,17 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
+from types import SimpleNamespace
 from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
 import yaml
 from conftest import write
+from typer.testing import CliRunner
 
 from verifybench import api
+from verifybench.cli import app
 from verifybench.errors import VerifybenchError
 from verifybench.gate import GateRefused
 from verifybench.rundir import RunDirError, iter_jsonl
@@ -36,36 +38,32 @@ verifiers:
 """
 
 
-@contextmanager
-def env(**values):
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update({k: str(v) for k, v in values.items()})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def make_suite(folder, root, name="gated", extra="", metrics="metrics: {breakdown: [meta.error_type]}"):
     text = SUITE.format(data=root / "datasets/demo/cases.jsonl", extra=extra, metrics=metrics)
     return write(folder / f"{name}-{abs(hash(extra + metrics))}.yaml", text.replace("name: gated", f"name: {name}"))
 
 
 def run(suite_file, out, **environment):
-    with env(**environment):
+    """A run with `environment` set for its duration (the module-scoped runs cannot take `monkeypatch`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in environment.items():
+            mp.setenv(key, str(value))
         api.run(suite_file, out=out, progress=False)
     return out
 
 
-def cli(root, *args):
-    e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")]),
-         "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "verifybench.cli", *map(str, args)], capture_output=True, text=True,
-                          env=e)
+def cli(root, *args, process=False):
+    """The command line, in this process (typer's runner: no second interpreter to start per call), or, with
+    `process`, as a real process, where the exit status a CI job sees is what the test is about."""
+    if process:
+        e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")]),
+             "COLUMNS": "200"}
+        return subprocess.run([sys.executable, "-m", "verifybench.cli", *map(str, args)], capture_output=True,
+                              text=True, env=e)
+    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +125,7 @@ def test_real_regression_fails_naming_verifier_slice_and_metric(tmp, weak, basel
     assert ("judge", "all", "auroc") in failed and all(v == "judge" for v, _, _ in failed)
     c = next(c for c in result.failed if c.metric == "auroc")
     assert c.drop > 0.02 and c.ci[0] > 0 and "excludes 0" in c.message
-    out = cli(root, "gate", weak, "--baseline", baseline)
+    out = cli(root, "gate", weak, "--baseline", baseline, process=True)
     assert out.returncode == 1
     assert "regression: judge / all / auroc: auroc dropped by" in " ".join(out.stderr.split())
 

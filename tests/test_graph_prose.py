@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.fake_llm import Echo, FakeLLM, Raw
 
+from helpers.fake_llm import Echo, FakeLLM, Raw
 from verifybench import api
 from verifybench.cases import Case
 from verifybench.suite import parse_suite

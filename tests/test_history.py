@@ -110,7 +110,7 @@ def test_page_is_self_contained_in_time_order_and_never_joins_two_datasets(runs,
     assert len(lines) == 6  # 3 verifiers x 2 sets of cases
     pairs = [(c[1][1], c[2][1]) for c in lines.values()]
     assert len(set(pairs)) == len(pairs)
-    for name, cells in lines.items():
+    for cells in lines.values():
         assert cells[4][1] == ("#2" if "100 cases" in cells[2][1] else "#1, #3")
 
     # The picture itself: each line's markers sit exactly at the runs the table lists, and its path

@@ -5,8 +5,8 @@ import json
 import math
 
 import pytest
-from helpers.fake_llm import FakeLLM
 
+from helpers.fake_llm import FakeLLM
 from verifybench import api
 from verifybench.cases import Case, Source
 from verifybench.suite import parse_suite
@@ -139,8 +139,8 @@ def test_no_key_reaches_any_file_the_run_writes(fake, tmp_path, monkeypatch, roo
 
 
 def test_logprob_parsing_handles_split_tokens():
-    from verifybench.verifiers.llm import Completion, TokenLogprob
     from verifybench.verifiers.judge.verifier import logprob_probability
+    from verifybench.verifiers.llm import Completion, TokenLogprob
 
     toks = [TokenLogprob('{"hallucinated"', -0.1), TokenLogprob(":", -0.1),
             TokenLogprob(" tr", -0.2, {" tr": math.log(0.6), " fal": math.log(0.3), " maybe": math.log(0.1)}),

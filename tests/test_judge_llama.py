@@ -28,7 +28,7 @@ def test_local_server_judges_real_cases(tmp_path, root, data_dir):
     }, tmp_path)
     result = api.run(suite, out=tmp_path / "run", progress=False)
     assert result.n_cases == 6
-    verdicts = [json.loads(l) for l in (tmp_path / "run/results.jsonl").read_text().splitlines()]
+    verdicts = [json.loads(line) for line in (tmp_path / "run/results.jsonl").read_text().splitlines()]
     scored = [v for v in verdicts if "score" in v]
     # A 135M model sometimes writes no valid JSON even after the repair: those are counted errors.
     assert len(scored) >= 5, [v.get("error") for v in verdicts]
@@ -44,13 +44,10 @@ def test_local_server_judges_real_cases(tmp_path, root, data_dir):
 
     # The same run replayed: every answer from the cache, the server never asked.
     replay = parse_suite({**suite.raw, "name": "judge-real"}, tmp_path)
-    import os
-    os.environ["VERIFYBENCH_REPLAY_ONLY"] = "1"
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VERIFYBENCH_REPLAY_ONLY", "1")
         again = api.run(replay, out=tmp_path / "replay", progress=False)
-    finally:
-        os.environ.pop("VERIFYBENCH_REPLAY_ONLY")
-    replayed = [json.loads(l) for l in (tmp_path / "replay/results.jsonl").read_text().splitlines()]
+    replayed = [json.loads(line) for line in (tmp_path / "replay/results.jsonl").read_text().splitlines()]
     assert again.errors == result.errors
     assert {v["case_id"]: v.get("score") for v in replayed} == {v["case_id"]: v.get("score") for v in verdicts}
 

@@ -8,15 +8,27 @@ import hashlib
 import json
 
 import pytest
-from helpers.fake_llm import Drop, Echo, FakeLLM, Raw, Stall
 
+from helpers.fake_llm import Drop, Echo, FakeLLM, Raw, Stall
 from verifybench import api
 from verifybench.cases import Case, Source
 from verifybench.suite import parse_suite
 from verifybench.verifiers import build
 from verifybench.verifiers.llm import (
-    AnthropicBackend, GaveUp, LLMClient, LLMOptions, MalformedReply, OpenAICompatible, ProviderError, ReplayMiss,
-    RetryPolicy, Usage, json_object, scrub, track_usage, try_json_object,
+    AnthropicBackend,
+    GaveUp,
+    LLMClient,
+    LLMOptions,
+    MalformedReply,
+    OpenAICompatible,
+    ProviderError,
+    ReplayMiss,
+    RetryPolicy,
+    Usage,
+    json_object,
+    scrub,
+    track_usage,
+    try_json_object,
 )
 from verifybench.verifiers.llm.scrub import register_secret
 

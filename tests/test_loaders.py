@@ -159,6 +159,7 @@ def test_hf_local_json_builder(tmp_path):
     _check_mapped(cases)
 
 
+@pytest.mark.slow  # writes a 50 MB file
 def test_jsonl_streams_without_holding_the_file(tmp_path):
     f = tmp_path / "big.jsonl"
     with open(f, "w") as out:
@@ -306,7 +307,8 @@ def test_list_cells_in_csv_are_lists(tmp_path):
     df.to_csv(tmp_path / "py.csv", index=False)
     cases = list(iter_cases(spec(loader="csv", path=str(tmp_path / "py.csv"))))
     assert [[s.text for s in c.sources] for c in cases] == [["It's one", "two"], ['say "hi"'], [], ["x, y"]]
-    write(tmp_path / "js.csv", 'id,response,label,sources\na,r,1,"[""one"", ""two""]"\nb,r,0,"[{""id"": ""kb1"", ""text"": ""t""}]"\n')
+    write(tmp_path / "js.csv",
+          'id,response,label,sources\na,r,1,"[""one"", ""two""]"\nb,r,0,"[{""id"": ""kb1"", ""text"": ""t""}]"\n')
     cases = list(iter_cases(spec(loader="csv", path=str(tmp_path / "js.csv"))))
     assert [[(s.id, s.text) for s in c.sources] for c in cases] == [[("0", "one"), ("1", "two")], [("kb1", "t")]]
     # Text that merely starts with a bracket is text.
@@ -388,7 +390,6 @@ def test_on_error_raise_yields_nothing_after_the_first_bad_record(tmp_path):
 
 def test_a_loader_by_import_path_with_declared_files(tmp_path):
     from helpers.loaders import write_tickets
-
     from verifybench.loaders import dataset_files, dataset_hash
 
     write_tickets(tmp_path / "t", "support", 6)
@@ -408,7 +409,6 @@ def test_a_loader_by_import_path_with_declared_files(tmp_path):
 
 def test_an_undeclared_plugin_still_hashes_the_folder_it_is_given(tmp_path):
     from helpers.loaders import write_tickets
-
     from verifybench.loaders import dataset_hash
 
     f = write_tickets(tmp_path / "a", "support", 5)

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 
 import pytest
-
 from conftest import write
+
 from verifybench.errors import DataError, RecordError
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.loaders.attributionbench import attributionbench
@@ -50,7 +50,8 @@ def test_bipia_subset_is_balanced_stable_and_ids_unique(data_dir):
 
 
 def test_bipia_bad_record_names_file_line_and_field(tmp_path):
-    write(tmp_path / "email" / "test.jsonl", '{"context": "ok", "question": "q", "ideal": "a"}\n{"question": "q", "ideal": "a"}\n')
+    write(tmp_path / "email" / "test.jsonl",
+          '{"context": "ok", "question": "q", "ideal": "a"}\n{"question": "q", "ideal": "a"}\n')
     write(tmp_path / "text_attack_test.json", json.dumps({"Cat": ["Say hi."]}))
     out = list(bipia(tmp_path, split="test", tasks=["email"]))
     err = [o for o in out if isinstance(o, RecordError)]

@@ -17,17 +17,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import write
-from helpers import nli_pairs as P
 
+from helpers import nli_pairs as P
 from verifybench import api
 from verifybench.cases import Case, Source
 from verifybench.errors import SuiteError
 from verifybench.metrics.curves import auroc
 from verifybench.suite import parse_suite
 from verifybench.verifiers import build
+from verifybench.verifiers.anchors.text import sentences
 from verifybench.verifiers.nli.model import PairModel, entail_probability
 from verifybench.verifiers.nli.windows import pack_windows, split_long
-from verifybench.verifiers.anchors.text import sentences
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +56,7 @@ def case(response, source, cid="c", label=False):
     return Case(id=cid, dataset="t", response=response, label=label, sources=[Source(id="doc", text=source)])
 
 
+@pytest.mark.slow  # scores held-out pairs with the test model
 def test_the_trained_model_separates_its_own_held_out_pairs(nli_model):
     """Pairs from another seed than training; each pair scored as one (premise, hypothesis) case."""
     v = build("nli", model=nli_model, cache_dir=None, aggregate="pair")
@@ -288,16 +289,15 @@ def test_a_pair_template_reads_each_pair_as_one_text(nli_model):
 
 
 def byod_suite(tmp_path: Path, root: Path, model: str, preds: Path):
-    os.environ["VERIFYBENCH_NLI_MODEL"] = model
-    os.environ["VERIFYBENCH_SCORES"] = str(preds)
-    try:
-        from verifybench.suite import load_suite
+    from verifybench.suite import load_suite
 
+    with pytest.MonkeyPatch.context() as mp:  # the environment as it was afterwards, values it had included
+        mp.setenv("VERIFYBENCH_NLI_MODEL", model)
+        mp.setenv("VERIFYBENCH_SCORES", str(preds))
         return load_suite(root / "evals/byod-demo.yaml")
-    finally:
-        del os.environ["VERIFYBENCH_NLI_MODEL"], os.environ["VERIFYBENCH_SCORES"]
 
 
+@pytest.mark.slow
 def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_model, tmp_path, root):
     """evals/byod-demo.yaml on the demo set: an nli model and a file of logged scores (here: the nli
     scores of a first run, as a team would log a detector's output) beside rouge and anchors."""
@@ -326,6 +326,7 @@ def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_
     assert abs(same["metrics"]["auroc"]["diff"]) < 0.01 and same["cases"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_a_ray_run_scores_like_the_local_run(nli_model, tmp_path, data_dir):
     """One small run on a local Ray (the verifier pickled to an actor, its model loaded there)."""

@@ -97,7 +97,7 @@ def test_stemmer_matches_rouge_scores_own_stemming(data_dir, rouge_type):
     pairs = _halueval_qa(data_dir)
     assert len(pairs) >= 150
     ours, theirs = UnicodeTokenizer(stem=True), DefaultTokenizer(use_stemmer=True)
-    for knowledge, answer in pairs[:50]:
+    for knowledge, _answer in pairs[:50]:
         assert ours.tokenize(knowledge) == theirs.tokenize(knowledge)
     reference = RougeScorer([rouge_type], use_stemmer=True)
     v = build("rouge", type=rouge_type, stemmer=True)

@@ -40,11 +40,13 @@ def test_marker(verifybench_gate):
     return pytester
 
 
+@pytest.mark.slow
 def test_plugin_passes_an_unchanged_project(project):
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_one_run_per_session_kept_under_a_stable_path(project):
     """Both tests use suite.yaml: it runs once, into reports/pytest/suite, which the summary prints; the
     next session replaces that run instead of piling up folders."""
@@ -60,6 +62,7 @@ def test_one_run_per_session_kept_under_a_stable_path(project):
     assert sorted(p.name for p in (project.path / "reports/pytest").iterdir()) == ["suite"]
 
 
+@pytest.mark.slow
 def test_plugin_fails_a_regression_with_the_culprit_named(project, monkeypatch):
     monkeypatch.setenv("VB_WEAKEN", "strong")
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
@@ -69,7 +72,8 @@ def test_plugin_fails_a_regression_with_the_culprit_named(project, monkeypatch):
     result.stdout.fnmatch_lines(["*report: *reports/pytest/suite/report.html*"])
 
 
-def test_fixture_makes_llm_calls_replay_only(pytester):
+@pytest.mark.slow
+def test_fixture_makes_llm_calls_replay_only(pytester, monkeypatch):
     pytester.makepyfile(test_env="""
 import os
 
@@ -79,10 +83,6 @@ def test_inside(verifybench):
 def test_outside():
     assert os.environ.get("VERIFYBENCH_REPLAY_ONLY") is None
 """)
-    env_before = os.environ.pop("VERIFYBENCH_REPLAY_ONLY", None)
-    try:
-        pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
-        pytester.runpytest_subprocess("-p", "no:cacheprovider", "--verifybench-live").assert_outcomes(passed=1, failed=1)
-    finally:
-        if env_before is not None:
-            os.environ["VERIFYBENCH_REPLAY_ONLY"] = env_before
+    monkeypatch.delenv("VERIFYBENCH_REPLAY_ONLY", raising=False)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--verifybench-live").assert_outcomes(passed=1, failed=1)

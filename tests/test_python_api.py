@@ -171,6 +171,7 @@ def test_run_methods_call_the_commands(frame_run, tmp_path):
     assert (tmp_path / "policy.yaml").exists() and set(policy["thresholds"]) == {"rouge", "anchors"}
 
 
+@pytest.mark.slow  # a real MLflow store (see test_tracking.py)
 def test_log_to_mlflow_from_a_run(frame_run, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under the working directory
@@ -297,7 +298,6 @@ def test_fields_with_case_objects_and_suite_options_without_cases_are_refused(tm
 
 def test_verifiers_as_names_options_and_objects(small, tmp_path):
     from helpers.verifiers import Slow
-
     from verifybench.verifiers import build
 
     two = build("rouge", "rouge2", type="rouge2")

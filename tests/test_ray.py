@@ -17,29 +17,33 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-# Read by Ray when it is imported: every node binds to 127.0.0.1 (never the machine's network
-# interface), and nothing is reported to Ray's usage statistics.
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-
-from verifybench import api  # noqa: E402
-from verifybench.executors.ray import RayExecutor  # noqa: E402 - imports no ray by itself
-from verifybench.rundir import iter_jsonl  # noqa: E402
-from verifybench.suite import parse_suite  # noqa: E402
+from verifybench import api
+from verifybench.executors.ray import RayExecutor  # imports no ray by itself
+from verifybench.rundir import iter_jsonl
+from verifybench.suite import parse_suite
 
 OBJECT_STORE = 100 * 2**20
 # Ray Data's own context warns about its deprecated settings each time it copies itself.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def ray_environment(root):
+    """Read by Ray when it starts: every node binds to 127.0.0.1 (never the machine's network interface),
+    nothing is reported to Ray's usage statistics, and worker processes import the test verifiers
+    (tests/helpers) by module path. Restored after this module, so no other test runs under them."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(root / "tests"), os.environ.get("PYTHONPATH")) if p))
+        yield
+
+
 @pytest.fixture(scope="module")
-def cluster(root):
+def cluster(root, ray_environment):
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    # Worker processes inherit this: they import the test verifiers (tests/helpers) by module path.
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root / "tests"), saved) if p)
     c = None
     try:
         c = Cluster(initialize_head=True, head_node_args={
@@ -52,10 +56,6 @@ def cluster(root):
         ray.shutdown()
         if c is not None:
             c.shutdown()
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
 
 
 def halueval_suite(tmp_path: Path, data_dir: Path, n: int, verifiers, batch_size: int = 16):

@@ -142,6 +142,7 @@ def test_resume_refuses_changed_data(tmp_path):
         api.resume(tmp_path / "run", progress=False)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path, data_dir, root):
     """A real process killed with SIGKILL while it writes, resumed from the CLI, on real HaluEval rows."""
     suite = write(tmp_path / "kill.yaml", f"""
@@ -227,6 +228,7 @@ def refused_by(out: subprocess.CompletedProcess, holder: subprocess.Popen, run_d
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_two_writers_started_together_one_is_refused(tmp_path, root):
     suite, run_dir, env = held_suite_file(tmp_path), tmp_path / "run", cli_env(root)
     procs = [subprocess.Popen([*CLI, "run", str(suite), "--out", str(run_dir), "-q"], env=env, text=True,
@@ -250,6 +252,7 @@ def test_two_writers_started_together_one_is_refused(tmp_path, root):
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_a_second_run_or_resume_is_refused_while_the_first_writes(tmp_path, root):
     suite, run_dir, env = held_suite_file(tmp_path), tmp_path / "run", cli_env(root)
     first = subprocess.Popen([*CLI, "run", str(suite), "--out", str(run_dir), "-q"], env=env, text=True,

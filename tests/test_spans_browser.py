@@ -124,8 +124,8 @@ def test_localization_table_and_pairwise_column(page, run):
 
 
 def test_screenshot_of_the_per_case_view(page, tmp_path):
-    from PIL import Image
     import numpy as np
+    from PIL import Image
 
     box = page.locator("details.cases >> nth=1")
     shot = tmp_path / "cases.png"

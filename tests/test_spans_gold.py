@@ -5,8 +5,8 @@ import json
 
 import pytest
 from conftest import write
-from helpers.fake_llm import FakeLLM
 
+from helpers.fake_llm import FakeLLM
 from verifybench.cases import Case, Source
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.loaders.fields import FieldSpec

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from verifybench.metrics.bootstrap import _poisson_lut, poisson_weights, resample_weights
 from verifybench.metrics.pairs import pair_counts, pairwise_accuracy
 from verifybench.metrics.spans import (
-    COUNTS, SpanSet, case_counts, fit_unit_threshold, overlap_labels, rates_from_sums, span_metrics,
+    COUNTS,
+    SpanSet,
+    case_counts,
+    fit_unit_threshold,
+    overlap_labels,
+    rates_from_sums,
+    span_metrics,
 )
 from verifybench.metrics.thresholds import Target
 
@@ -200,7 +206,7 @@ def test_pairwise_accuracy_matches_a_loop_over_pairs(rows):
     label = np.array([r[1] for r in rows])
     score = np.array([r[2] for r in rows])
     wins = pairs = ties = errors = 0.0
-    for gi, (g1, y1, s1) in enumerate(rows):
+    for g1, y1, s1 in rows:
         for g2, y2, s2 in rows:
             if g1 != g2 or not y1 or y2:
                 continue

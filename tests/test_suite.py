@@ -40,7 +40,8 @@ def test_verifier_ids(tmp_path):
     f = write(tmp_path / "s.yaml", "dataset: {loader: jsonl, path: c.jsonl}\n"
                                    "verifiers: [rouge, {rouge: {type: rouge2, id: rouge2}}]\n")
     suite = load_suite(f)
-    assert [(e.id, e.name, e.options) for e in suite.verifiers] == [("rouge", "rouge", {}), ("rouge2", "rouge", {"type": "rouge2"})]
+    assert [(e.id, e.name, e.options) for e in suite.verifiers] == [
+        ("rouge", "rouge", {}), ("rouge2", "rouge", {"type": "rouge2"})]
     dup = write(tmp_path / "d.yaml", "dataset: {loader: jsonl, path: c.jsonl}\nverifiers: [rouge, {rouge: {type: rouge2}}]\n")
     with pytest.raises(SuiteError, match="id 'rouge' is used twice"):
         load_suite(dup)
@@ -95,3 +96,15 @@ def test_a_plugin_loader_by_import_path_and_its_relative_options(tmp_path):
     f = write(tmp_path / "evals/t.yaml", "dataset: {loader: 'helpers.loaders:tickets', folder: tickets, teams: [a]}\n"
                                          "verifiers: [rouge]\n")
     assert load_suite(f).dataset.options == {"folder": "tickets", "teams": ["a"]}
+
+
+def test_missing_shared_data_skips_with_a_reason(tmp_path, monkeypatch):
+    import conftest
+
+    monkeypatch.setenv("VERIFYBENCH_DATA", str(tmp_path / "nowhere"))
+    assert conftest.shared_data() is None
+    with pytest.raises(pytest.skip.Exception, match=r"missing from the shared datasets .*: halueval/qa_data.json"):
+        conftest.need_shared(tmp_path, "halueval/qa_data.json")
+    (tmp_path / "halueval").mkdir()
+    (tmp_path / "halueval/qa_data.json").write_text("[]")
+    assert conftest.need_shared(tmp_path, "halueval/qa_data.json") == [tmp_path / "halueval/qa_data.json"]

@@ -15,10 +15,16 @@ from verifybench import api, rundir
 from verifybench.gate import cases_hash
 from verifybench.metrics import Settings, compute_metrics, frame
 from verifybench.report import worst_cases, worst_rows
-from verifybench.rundir import (
-    RunDirError, read_case_frame, read_case_index, read_cases_at, read_verdict_frame, read_verdicts, read_verdicts_at,
-)
 from verifybench.runcheck import require_complete, require_one_verdict_each
+from verifybench.rundir import (
+    RunDirError,
+    read_case_frame,
+    read_case_index,
+    read_cases_at,
+    read_verdict_frame,
+    read_verdicts,
+    read_verdicts_at,
+)
 from verifybench.suite import parse_suite
 from verifybench.tables import case_table, verdict_table
 

@@ -21,6 +21,15 @@ def summedits_run(tmp_path_factory, data_dir):
     return tmp / "run"
 
 
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory, root):
+    """One run of the demo suite, only read by the tests that take it (a test that writes runs its own)."""
+    out = tmp_path_factory.mktemp("demo") / "run"
+    api.run(root / "evals/demo.yaml", out=out, progress=False)
+    return out
+
+
+@pytest.mark.slow  # SummEdits read whole
 def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     policy = api.thresholds(summedits_run, by="doc_type", target="f1", out=tmp_path / "policy.yaml")
     rows = policy["thresholds"]["rouge"]
@@ -41,6 +50,7 @@ def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     assert all(r["source"] == "fitted" for r in lenient["thresholds"]["rouge"].values())
 
 
+@pytest.mark.slow  # SummEdits read whole
 def test_test_split_is_never_the_calibration_split(summedits_run):
     metrics = json.loads((summedits_run / "metrics.json").read_text())
     assert metrics["split"] == {"test": 3695, "calibration": 986}  # SummEdits' own split field
@@ -49,9 +59,8 @@ def test_test_split_is_never_the_calibration_split(summedits_run):
     assert news["calibration_split"]["tuned"] is True
 
 
-def test_run_with_a_policy_applies_its_thresholds(tmp_path, root):
-    first = api.run(root / "evals/demo.yaml", out=tmp_path / "a", progress=False)
-    policy = api.thresholds(first.run_dir, target="recall=0.9", out=tmp_path / "p.yaml")
+def test_run_with_a_policy_applies_its_thresholds(tmp_path, root, demo_run):
+    policy = api.thresholds(demo_run, target="recall=0.9", out=tmp_path / "p.yaml")
     api.run(root / "evals/demo.yaml", out=tmp_path / "b", progress=False, policy=tmp_path / "p.yaml")
     metrics = json.loads((tmp_path / "b/metrics.json").read_text())
     for vid, rows in policy["thresholds"].items():
@@ -70,22 +79,21 @@ def test_bad_policy_is_refused_before_running(tmp_path, root):
     assert not (tmp_path / "r").exists()
 
 
-def test_compare_refuses_runs_over_different_data(tmp_path, root, summedits_run):
-    api.run(root / "evals/demo.yaml", out=tmp_path / "demo", progress=False)
+@pytest.mark.slow  # SummEdits read whole
+def test_compare_refuses_runs_over_different_data(demo_run, summedits_run):
     with pytest.raises(VerifybenchError, match="the runs scored different data"):
-        api.compare(tmp_path / "demo", summedits_run)
+        api.compare(demo_run, summedits_run)
 
 
-def test_compare_within_and_across_runs(tmp_path, root):
-    api.run(root / "evals/demo.yaml", out=tmp_path / "a", progress=False)
-    api.run(root / "evals/demo.yaml", out=tmp_path / "b", progress=False)
-    [within] = api.compare(tmp_path / "a", verifiers=["rouge", "bleu"])
+def test_compare_within_and_across_runs(tmp_path, root, demo_run):
+    api.run(root / "evals/demo.yaml", out=tmp_path / "b", progress=False)  # a second, independent run
+    [within] = api.compare(demo_run, verifiers=["rouge", "bleu"])
     assert (within["a"], within["b"]) == ("rouge", "bleu") and within["cases"] == 192
     assert within["threshold_mode"] == "each at its own fitted threshold"
     auroc = within["metrics"]["auroc"]
     lo, hi = auroc["ci"]
     assert lo <= auroc["diff"] <= hi and auroc["diff"] == pytest.approx(auroc["a"] - auroc["b"])
-    across = api.compare(tmp_path / "a", tmp_path / "b")
+    across = api.compare(demo_run, tmp_path / "b")
     # The same deterministic verifier on the same cases: no difference at all.
     assert all(r["metrics"]["auroc"]["diff"] == 0 and r["mcnemar"]["a_only_right"] == 0 for r in across)
 

@@ -24,6 +24,9 @@ from verifybench.cli import app
 from verifybench.rundir import read_json
 
 mlflow = pytest.importorskip("mlflow", reason="the tracking tests need the mlflow extra (part of the test extra)")
+# A real MLflow store: the first one of a session runs its schema migrations (about 10 s), and every test
+# logs into one; the quick loop leaves the module out (docs/testing.md), CI runs it.
+pytestmark = pytest.mark.slow
 cli = CliRunner()
 EXPERIMENT = "tracked"  # the suite's name
 

@@ -149,6 +149,7 @@ def test_positives_are_rewrites_not_copies(window):
 
 # ---------- training data never comes from an evaluation split ----------
 
+@pytest.mark.slow  # reads HaluEval summarization and dialogue whole
 def test_training_pairs_use_only_the_fit_side(data_dir):
     summ = data_dir / "halueval" / "summarization_data.json"
     fit = halueval_rows(data_dir, "summarization", "fit")

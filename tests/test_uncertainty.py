@@ -3,7 +3,13 @@ import pytest
 from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
 
 from verifybench.metrics import (
-    confusion_at, counts_intervals, errors_as_wrong, mcnemar, paired_bootstrap, rank_intervals, threshold_curve,
+    confusion_at,
+    counts_intervals,
+    errors_as_wrong,
+    mcnemar,
+    paired_bootstrap,
+    rank_intervals,
+    threshold_curve,
 )
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
 from verifybench.metrics.operating import latency_summary, pareto_front
@@ -92,6 +98,7 @@ def test_paired_bootstrap_sees_a_real_difference_and_not_a_fake_one():
     assert same["auroc"]["diff"] == 0 and same["f1"]["ci"] == [0, 0]
 
 
+@pytest.mark.slow
 def test_paired_bootstrap_matches_a_naive_paired_bootstrap():
     """The vectorised resampling (one weight matrix per chunk) against resampling the cases one by one."""
     y, s = sample()

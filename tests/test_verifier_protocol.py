@@ -9,8 +9,8 @@ import pickle
 import threading
 
 import pytest
-from helpers.protocol_verifiers import LazyPart, Part
 
+from helpers.protocol_verifiers import LazyPart, Part
 from verifybench import api
 from verifybench.cases import Case
 from verifybench.errors import SuiteError

@@ -285,7 +285,8 @@ def build(rng: random.Random, lots_per_ingredient: int = 3, ingredients=INGREDIE
             split = "calibration" if k % 2 == 0 else "test"
             fill = {"name": name, "Name": name[0].upper() + name[1:], "code": code, "lot": lot,
                     "material": _material_phrase(family, material if state != "forbidden_carrier"
-                                                         else rng.choice(FAMILIES[family][7])), "analyte": analyte, "limit": limit,
+                                                         else rng.choice(FAMILIES[family][7])),
+                    "analyte": analyte, "limit": limit,
                     "bad": bad}
             sources_ids = [f"MKT-{code}", f"STD-{code}", f"TDS-{lot}", f"COA-{lot}"]
             # Two different compliance claims; the seed's own answer is among LOT-9921's.

@@ -26,7 +26,8 @@ SEED = 20261130
 TOPICS = {
     "tides": ("What causes ocean tides?", [
         "Tides are caused mainly by the Moon's gravity pulling on the oceans, with the Sun adding a smaller pull.",
-        "Because the Moon's pull differs across Earth's diameter, two tidal bulges form, giving most coasts two high tides a day.",
+        "Because the Moon's pull differs across Earth's diameter, two tidal bulges form, "
+        "giving most coasts two high tides a day.",
         "Spring tides, the largest ranges, happen when the Sun and Moon line up at new and full moon.",
     ]),
     "insulin": ("What does insulin do in the body?", [

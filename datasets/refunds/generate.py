@@ -113,7 +113,8 @@ def sentence(rng: random.Random, claim_type: str, value, oid: str) -> str:
     method_words = {"ORIGINAL_PAYMENT": ["to your original payment method", "back to the card you paid with"],
                     "STORE_CREDIT": ["as store credit", "in the form of store credit"]}
     options = {  # lambdas: only the asked claim type is formatted
-        "customer_tier": lambda: [f"Your account is on the {value} tier.", f"As a {value} customer, the {value} terms apply to you."],
+        "customer_tier": lambda: [f"Your account is on the {value} tier.",
+                                  f"As a {value} customer, the {value} terms apply to you."],
         "refund_eligible": lambda: ([f"Order {oid} is eligible for a refund.", f"Yes, you can get a refund for order {oid}."]
                             if value else
                             [f"Order {oid} is not eligible for a refund.", f"Unfortunately order {oid} cannot be refunded."]),
@@ -121,7 +122,8 @@ def sentence(rng: random.Random, claim_type: str, value, oid: str) -> str:
         "refund_method": lambda: [f"The money is returned {w}." for w in method_words.get(value, [value])][:2],
         "return_window_days": lambda: [f"Your tier allows returns within {value} days of delivery.",
                                f"You have a {value}-day return window."],
-        "restocking_fee": lambda: ([f"A restocking fee of ${money(value)} is deducted.", f"We deduct ${money(value)} as a restocking fee."]
+        "restocking_fee": lambda: ([f"A restocking fee of ${money(value)} is deducted.",
+                                    f"We deduct ${money(value)} as a restocking fee."]
                            if value else ["No restocking fee is charged.", "There is no restocking fee."]),
         "shipping_refundable": lambda: (["Shipping costs are refunded as well.", "You also get the shipping costs back."]
                                 if value else ["Shipping costs are not refunded.", "The shipping costs stay non-refundable."]),

@@ -3,30 +3,42 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from verifybench import localization, report as report_mod
+from verifybench import localization
+from verifybench import report as report_mod
 from verifybench.cases import Case, Source, Verdict
 from verifybench.compare import compare_pair, pairs
 from verifybench.errors import SuiteError, VerifybenchError
-from verifybench.loaders.fields import FieldSpec
 from verifybench.executors import Executor, make_executor
 from verifybench.loaders import available_loaders, describe_loader, get_loader
+from verifybench.loaders.fields import FieldSpec
 from verifybench.metrics import Settings, compute_metrics, evaluate, frame
 from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.summary import OVERALL, meta_fields, shortcuts
 from verifybench.policy import load_policy, policy_from_metrics, save_policy
 from verifybench.results import Run
-from verifybench.rundir import (
-    COMPLETE, METRICS, MANIFEST, REPORT, SCORED, hold, read_case_frame, read_cases_at, read_errors, read_json,
-    read_verdict_frame, read_verdicts_at, write_json,
-)
 from verifybench.runcheck import require_complete, require_one_verdict_each
-from verifybench.runner import RunResult, Runner, default_run_dir, describe, resume_suite, scan_dataset
+from verifybench.rundir import (
+    COMPLETE,
+    MANIFEST,
+    METRICS,
+    REPORT,
+    SCORED,
+    hold,
+    read_case_frame,
+    read_cases_at,
+    read_errors,
+    read_json,
+    read_verdict_frame,
+    read_verdicts_at,
+    write_json,
+)
+from verifybench.runner import Runner, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
 from verifybench.tables import release_memory
 from verifybench.verifiers import Verifier, available, build, get_verifier_class

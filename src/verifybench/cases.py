@@ -47,7 +47,7 @@ class Case(BaseModel):
     # Where the loader read this case (a `Location`); not serialised, used to name duplicates.
     _loc: Any = PrivateAttr(default=None)
 
-    def at(self, loc: Any) -> "Case":
+    def at(self, loc: Any) -> Case:
         self._loc = loc
         return self
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -20,7 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Measure hall
 console = Console()
 err = Console(stderr=True)
 
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="where ${VERIFYBENCH_DATA} points")]
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="where ${VERIFYBENCH_DATA} points")]
 
 
 def _fail(e: Exception) -> None:
@@ -59,7 +59,7 @@ class _BareMlflow(TyperCommand):
         return super().parse_args(ctx, out)
 
 
-def _mlflow_ready(value: Optional[str]) -> Optional[str]:
+def _mlflow_ready(value: str | None) -> str | None:
     """Before a run: MLflow installed, the URI sane, the store answering; the URI it resolves to."""
     if value is None:
         return None
@@ -69,7 +69,7 @@ def _mlflow_ready(value: Optional[str]) -> Optional[str]:
         raise typer.BadParameter(str(e)) from None
 
 
-def _track(run_dir: Path, uri: Optional[str]) -> None:
+def _track(run_dir: Path, uri: str | None) -> None:
     """After a run: log it to MLflow (stderr, so the report path stays stdout's last line)."""
     if uri is None:
         return
@@ -79,26 +79,28 @@ def _track(run_dir: Path, uri: Optional[str]) -> None:
         err.print("[bold red]error:[/] " + escape(f"the run is complete in {run_dir}, but logging it to MLflow failed: "
                                                   f"{e}\nlog it later with: verifybench log {run_dir} --mlflow URI"),
                   highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
 
 
-MlflowOption = Annotated[Optional[str], typer.Option(
+MlflowOption = Annotated[str | None, typer.Option(
     "--mlflow", callback=_mlflow_ready, metavar="[URI]",
     help="log the run to MLflow; alone: MLFLOW_TRACKING_URI, else MLflow's default (sqlite:///mlflow.db)")]
 
 
 @app.command(cls=_BareMlflow)
 def run(
-    suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="run directory (default: reports/<suite>-<time>)")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="score only the first N cases")] = None,
-    resume: Annotated[Optional[Path], typer.Option("--resume", help="finish the run in this directory")] = None,
+    suite: Annotated[Path | None, typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="run directory (default: reports/<suite>-<time>)")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="score only the first N cases")] = None,
+    resume: Annotated[Path | None, typer.Option("--resume", help="finish the run in this directory")] = None,
     data_dir: DataDir = None,
-    policy: Annotated[Optional[Path], typer.Option("--policy", help="apply this threshold policy instead of fitting")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="apply this threshold policy instead of fitting")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     executor: Annotated[str, typer.Option("--executor", help="where batches are scored: local or ray")] = "local",
-    address: Annotated[Optional[str], typer.Option("--address", help="(ray) a cluster's address, HOST:PORT or auto; default: a local Ray")] = None,
-    ray_pool: Annotated[Optional[list[str]], typer.Option("--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
+    address: Annotated[str | None, typer.Option(
+        "--address", help="(ray) a cluster's address, HOST:PORT or auto; default: a local Ray")] = None,
+    ray_pool: Annotated[list[str] | None, typer.Option(
+        "--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
     mlflow: MlflowOption = None,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
@@ -184,9 +186,9 @@ def report(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> 
 
 @app.command()
 def describe(
-    suite: Annotated[Optional[Path], typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
+    suite: Annotated[Path | None, typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=1)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1)] = None,
     min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs (as `gate --min-cases`)")] = 30,
     data_dir: DataDir = None,
 ) -> None:
@@ -256,9 +258,10 @@ def _f(x, d: int = 3) -> str:
 def thresholds(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     by: Annotated[str, typer.Option("--by", help="slice field: doc_type, dataset, split or meta.<key>")] = "doc_type",
-    target: Annotated[str, typer.Option("--target", help="f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R")] = "f1",
-    min_per_class: Annotated[Optional[int], typer.Option("--min-per-class", help="default 30")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="write the policy YAML here")] = None,
+    target: Annotated[str, typer.Option(
+        "--target", help="f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R")] = "f1",
+    min_per_class: Annotated[int | None, typer.Option("--min-per-class", help="default 30")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="write the policy YAML here")] = None,
 ) -> None:
     """Fit a threshold per verifier and slice on the calibration split; show the test-split result."""
     try:
@@ -306,8 +309,8 @@ def _diff(d: dict | None) -> tuple[str, ...]:
 @app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="a run directory")],
-    run_b: Annotated[Optional[Path], typer.Argument(help="a second run over the same cases")] = None,
-    verifiers: Annotated[Optional[str], typer.Option("--verifiers", help="comma-separated verifier ids")] = None,
+    run_b: Annotated[Path | None, typer.Argument(help="a second run over the same cases")] = None,
+    verifiers: Annotated[str | None, typer.Option("--verifiers", help="comma-separated verifier ids")] = None,
     refit: Annotated[bool, typer.Option("--refit", help="across runs: each run at its own fitted threshold "
                                         "(default: run A's threshold held for both, as the gate does)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -343,8 +346,8 @@ def compare(
 @app.command()
 def baseline(
     run_dir: Annotated[Path, typer.Argument(help="a finished run")],
-    out: Annotated[Optional[Path], typer.Option("--out", help="default: metrics/<suite>.json")] = None,
-    policy: Annotated[Optional[Path], typer.Option("--policy", help="thresholds to record instead of the fitted ones")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="default: metrics/<suite>.json")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="thresholds to record instead of the fitted ones")] = None,
 ) -> None:
     """Record a run's metrics and per-case test scores as the baseline a gate compares against."""
     try:
@@ -357,13 +360,16 @@ def baseline(
 def gate(
     run_dir: Annotated[Path, typer.Argument(help="the run under test")],
     baseline: Annotated[Path, typer.Option("--baseline", help="a committed baseline (metrics/<suite>.json)")],
-    max_drop: Annotated[Optional[list[str]], typer.Option("--max-drop", help="METRIC=DROP, e.g. f1=0.02 (default f1=0.02, auroc=0.02)")] = None,
-    max_rise: Annotated[Optional[list[str]], typer.Option("--max-rise", help="p95_ms=25%, cost_per_1k=0.1: gate latency/cost")] = None,
+    max_drop: Annotated[list[str] | None, typer.Option(
+        "--max-drop", help="METRIC=DROP, e.g. f1=0.02 (default f1=0.02, auroc=0.02)")] = None,
+    max_rise: Annotated[list[str] | None, typer.Option(
+        "--max-rise", help="p95_ms=25%, cost_per_1k=0.1: gate latency/cost")] = None,
     min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs")] = 30,
     slices: Annotated[str, typer.Option("--slices", help="all: the whole set; each: every slice too")] = "all",
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="write JUnit XML here (also on a refusal)")] = None,
-    summary: Annotated[Optional[Path], typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
-    allow_batch_latency: Annotated[bool, typer.Option("--allow-batch-latency", help="gate p50/p95/p99 even where they are batch averages")] = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="write JUnit XML here (also on a refusal)")] = None,
+    summary: Annotated[Path | None, typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
+    allow_batch_latency: Annotated[bool, typer.Option(
+        "--allow-batch-latency", help="gate p50/p95/p99 even where they are batch averages")] = False,
 ) -> None:
     """Fail (exit 1) when a verifier got worse beyond noise; refuse (exit 2) an invalid comparison.
     Thresholds are held at the baseline's; the refit column shows what fitting on this run would give."""
@@ -403,9 +409,10 @@ def gate(
 @app.command(name="log", cls=_BareMlflow)
 def log_runs(
     run_dirs: Annotated[list[Path], typer.Argument(help="finished run directories")],
-    mlflow: Annotated[Optional[str], typer.Option(
-        "--mlflow", metavar="URI", help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
-    experiment: Annotated[Optional[str], typer.Option(
+    mlflow: Annotated[str | None, typer.Option(
+        "--mlflow", metavar="URI",
+        help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
+    experiment: Annotated[str | None, typer.Option(
         "--experiment", help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the suite's name)")] = None,
 ) -> None:
     """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run."""
@@ -425,9 +432,10 @@ def log_runs(
 @app.command()
 def history(
     run_dirs: Annotated[list[Path], typer.Argument(help="run directories (any order; drawn in time order)")],
-    metric: Annotated[str, typer.Option("--metric", help="auroc, auprc, test_f1, test_precision, test_recall, threshold, p95_ms, cost_per_1k, ...")] = "auroc",
+    metric: Annotated[str, typer.Option(
+        "--metric", help="auroc, auprc, test_f1, test_precision, test_recall, threshold, p95_ms, cost_per_1k, ...")] = "auroc",
     slice_name: Annotated[str, typer.Option("--slice", help="a slice of the runs' metrics (default: all cases)")] = "all",
-    out: Annotated[Optional[Path], typer.Option("--out", help="an .html page or a .png (default: reports/history.html)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="an .html page or a .png (default: reports/history.html)")] = None,
 ) -> None:
     """Draw a metric per verifier over runs in time order, one self-contained page; runs over different
     data are never joined by one line."""

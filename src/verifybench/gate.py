@@ -41,7 +41,13 @@ import pandas as pd
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.bootstrap import (
-    ALPHA, N_BOOT, PAIRED_METRICS, RANK_METRICS, errors_as_wrong, paired_bootstrap, weighted_metrics,
+    ALPHA,
+    N_BOOT,
+    PAIRED_METRICS,
+    RANK_METRICS,
+    errors_as_wrong,
+    paired_bootstrap,
+    weighted_metrics,
 )
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.metrics.thresholds import per_value
@@ -325,7 +331,8 @@ def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base:
     t = bs["threshold"]
     held = f"held at the baseline's threshold {t:.4f}" if t is not None else ""
     one_class = y.all() or (~y).all()
-    gated = [m for m in max_drop if not one_class and (m in RANK_METRICS or (t is not None and not bs.get("threshold_degenerate")))]
+    gated = [m for m in max_drop
+             if not one_class and (m in RANK_METRICS or (t is not None and not bs.get("threshold_degenerate")))]
     paired = paired_bootstrap(y, base, cur, t, t, metrics=gated, n_boot=n_boot, seed=seed) if gated else {}
     checks = []
     for metric, allowed in max_drop.items():

@@ -77,7 +77,7 @@ class CaseTable:
         self.has_spans = any("spans" in r for r in rows) or bool(self.not_found + self.ambiguous)
 
     @classmethod
-    def read(cls, run_dir: Path, s: Settings) -> "CaseTable | None":
+    def read(cls, run_dir: Path, s: Settings) -> CaseTable | None:
         """The table, or None when no case has gold spans or a group (then there is nothing to measure)."""
         # Streamed twice rather than held: a million cases without spans must not cost their bytes.
         if not any(b'"spans' in r or b'"group"' in r for r in _lines(run_dir / CASES)):  # "spans_not_found"...

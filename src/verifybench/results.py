@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifybench.metrics.summary import OVERALL
-from verifybench.rundir import MANIFEST, METRICS, REPORT, RunDirError, read_case_index, read_json, read_verdicts
+from verifybench.rundir import (
+    MANIFEST,
+    METRICS,
+    REPORT,
+    RunDirError,
+    read_case_index,
+    read_json,
+    read_verdicts,
+)
 
 if TYPE_CHECKING:
     import pandas as pd

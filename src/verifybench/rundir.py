@@ -21,7 +21,7 @@ import socket
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -562,7 +562,7 @@ class RunLock:
             self.stale = (f"a stale lock was found: {_holder_text(previous)} stopped without releasing "
                           f"{self.path.name} (the process is gone); this run takes over")
         me = {"pid": os.getpid(), "host": socket.gethostname(),
-              "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "started": datetime.now(UTC).isoformat(timespec="seconds"),
               "command": " ".join(["verifybench", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ""}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from itertools import islice
 from pathlib import Path
@@ -46,8 +46,22 @@ from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
 from verifybench.provenance import git_state
 from verifybench.rundir import (
-    CASES, CUES, ERRORS, FAILED, MANIFEST, RESULTS, RUNNING, SCORED, JsonlAppender, _blocks, case_index_row,
-    hold, iter_jsonl, read_json, repair_tail, write_json,
+    CASES,
+    CUES,
+    ERRORS,
+    FAILED,
+    MANIFEST,
+    RESULTS,
+    RUNNING,
+    SCORED,
+    JsonlAppender,
+    _blocks,
+    case_index_row,
+    hold,
+    iter_jsonl,
+    read_json,
+    repair_tail,
+    write_json,
 )
 from verifybench.suite import Suite, parse_suite
 from verifybench.tables import positions
@@ -207,7 +221,7 @@ class Runner:
 
     def _manifest(self, counts: dict[str, Any], data_hash: str, status: str) -> dict[str, Any]:
         previous = read_json(self.run_dir / MANIFEST) if (self.run_dir / MANIFEST).exists() else {}
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         return {
             "format": 1,
             "status": status,
@@ -413,7 +427,12 @@ class _Progress:
         if not enabled:
             return
         from rich.progress import (
-            BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn,
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
         )
 
         self.progress = Progress(

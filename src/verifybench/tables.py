@@ -7,8 +7,9 @@ columns they take tens of megabytes. Two tables, each a pandas DataFrame:
 - the case table (`case_table`, or `rundir.read_case_frame`): one row per case, in index order:
   `id` (string), `dataset`, `doc_type`, `split` (categoricals; a missing split is NaN), `label` (bool),
   `group` (integer code of `meta.group`, in order of first appearance; a case without one has a group
-  of its own, coded at or above `attrs["groups"]`, the number of groups the cases name), one `meta.<key>` column per requested meta key holding the slice value (`str` of the
-  value, "none" where a case has no such key), and, when read from a file, `offset` (byte offset of
+  of its own, coded at or above `attrs["groups"]`, the number of groups the cases name), one
+  `meta.<key>` column per requested meta key holding the slice value (`str` of the value, "none" where
+  a case has no such key), and, when read from a file, `offset` (byte offset of
   the case's line, to read the whole row back). `attrs["meta_keys"]` lists every meta key any case has.
 - the verdict table (`verdict_table`, or `rundir.read_verdict_frame`): one row per verdict, in file
   order: `case_id` (string), `verifier` (categorical, in order of first appearance), `score`,
@@ -143,18 +144,18 @@ class _Groups:
             self.n_groups = n_unique
             return out
         index: dict[Any, int] = {}  # the rare case: one dict over every value
-        out = []
+        found: list[int] = []
         for kind, p in self.parts:
             for v in (p.to_pylist() if kind == "arrow" else p):
                 if v is None and kind == "arrow" or v is _MISSING:
-                    out.append(-1 - len(out))  # unique, negative: renumbered below
+                    found.append(-1 - len(found))  # unique, negative: renumbered below
                     continue
                 key = _group_key(v)
                 c = index.get(key)
                 if c is None:
                     c = index[key] = len(index)
-                out.append(c)
-        codes = np.array(out, dtype=np.int64)
+                found.append(c)
+        codes = np.array(found, dtype=np.int64)
         missing = codes < 0
         codes[missing] = len(index) + np.arange(int(missing.sum()))
         self.n_groups = len(index)

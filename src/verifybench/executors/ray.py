@@ -32,6 +32,7 @@ from verifybench.executors import Scored
 from verifybench.executors.scoring import verify_batch
 from verifybench.verifiers import Verifier
 
+
 def _stateless(verifier) -> bool:
     """A verifier without a model unpickles in microseconds: a task needs no actor."""
     return bool(getattr(type(verifier), "stateless", False))

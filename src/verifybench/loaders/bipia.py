@@ -79,7 +79,8 @@ def _text(rec: Record, field: str) -> str | RecordError:
         return "\n".join(value)
     if isinstance(value, str):
         return value
-    why = "missing required field" if field not in rec.data else f"expected a string or list of strings, got {type(value).__name__}"
+    why = ("missing required field" if field not in rec.data
+           else f"expected a string or list of strings, got {type(value).__name__}")
     return RecordError(rec.loc, why, field)
 
 
@@ -149,11 +150,13 @@ def _cases(root: Path, split: str, tasks: list[str], positions: list[str], k: in
             if clean:
                 yield Case(id=f"{base}-clean", label=False,
                            sources=[Source(id="context", text=context, metadata={"kind": "chunk"})],
-                           meta={"task": task, "row": row, "group": f"{task}-{row}", "attack": None, "position": None}, **common).at(loc)
+                           meta={"task": task, "row": row, "group": f"{task}-{row}", "attack": None, "position": None},
+                           **common).at(loc)
             for name, pos in _chosen(pairs, k, base, seed):
                 attack = attacks[name]
                 poisoned = insert_attack(context, attack, pos, seed)
                 yield Case(id=f"{base}-{name}-{pos}", label=True,
                            sources=[Source(id="context", text=poisoned, metadata={"kind": "chunk"})],
-                           meta={"task": task, "row": row, "group": f"{task}-{row}", "attack": name, "category": name.rsplit("-", 1)[0],
-                                 "position": pos, "attack_text": attack}, **common).at(loc)
+                           meta={"task": task, "row": row, "group": f"{task}-{row}", "attack": name,
+                                 "category": name.rsplit("-", 1)[0], "position": pos, "attack_text": attack},
+                           **common).at(loc)

@@ -25,9 +25,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from verifybench.cases import Case, Source, Span
-from verifybench.locate import SpanError, gold_spans
 from verifybench.errors import RecordError
 from verifybench.loaders.readers import Record
+from verifybench.locate import SpanError, gold_spans
 
 # What a true/1/yes value means depends on `positive`; the words mean the same either way.
 TRUE_VALUES = [1, "yes"]

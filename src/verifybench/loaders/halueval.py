@@ -11,16 +11,15 @@ strings, located in the response where they occur exactly once; the others are c
 
 from __future__ import annotations
 
-
 from pathlib import Path
 
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import DataError, RecordError
 from verifybench.loaders.fields import note_label, note_unlocated
-from verifybench.locate import SpanError, gold_spans
 from verifybench.loaders.generic import CaseStream
 from verifybench.loaders.holdout import hash_split
 from verifybench.loaders.readers import Record, read_jsonl
+from verifybench.locate import SpanError, gold_spans
 
 # task -> (source field, question field, right output field, hallucinated output field)
 PAIR_TASKS = {

@@ -1,10 +1,21 @@
 """The metrics layer: pure functions from labels and scores to numbers. It knows nothing of verifiers."""
 
 from verifybench.metrics.bootstrap import (
-    counts_intervals, errors_as_wrong, mcnemar, paired_bootstrap, rank_intervals, weighted_metrics,
+    counts_intervals,
+    errors_as_wrong,
+    mcnemar,
+    paired_bootstrap,
+    rank_intervals,
+    weighted_metrics,
 )
 from verifybench.metrics.curves import (
-    ThresholdCurve, auprc, auroc, best_fbeta_index, confusion_at, rates, threshold_curve,
+    ThresholdCurve,
+    auprc,
+    auroc,
+    best_fbeta_index,
+    confusion_at,
+    rates,
+    threshold_curve,
 )
 from verifybench.metrics.settings import MetricsBlock, Settings, validate_metrics_block
 from verifybench.metrics.summary import compute_metrics, evaluate, frame

@@ -15,9 +15,11 @@ Stratified means each resample keeps the number of hallucinated and faithful cas
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import binomtest
 
 from verifybench.metrics.curves import confusion_at, sorted_curve
@@ -91,7 +93,7 @@ def _areas(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return roc, ap
 
 
-def rank_intervals(y_true, y_score, n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA,
+def rank_intervals(y_true: ArrayLike, y_score: ArrayLike, n_boot: int = N_BOOT, seed: int = 0, alpha: float = ALPHA,
                    bins: int = 512, presorted: bool = False) -> dict[str, Interval]:
     """Stratified-bootstrap intervals of AUROC and average precision.
 
@@ -126,7 +128,7 @@ def rank_intervals(y_true, y_score, n_boot: int = N_BOOT, seed: int = 0, alpha: 
             for name, i in (("auroc", _interval(roc, alpha)), ("auprc", _interval(ap, alpha)))}
 
 
-def mcnemar(y_true, pred_a, pred_b) -> dict[str, float]:
+def mcnemar(y_true: ArrayLike, pred_a: ArrayLike, pred_b: ArrayLike) -> dict[str, float]:
     """McNemar's exact test on the cases where exactly one of two classifiers is right."""
     y = np.asarray(y_true, dtype=bool)
     right_a = np.asarray(pred_a, dtype=bool) == y
@@ -142,7 +144,7 @@ RANK_METRICS = ("auroc", "auprc")
 PAIRED_METRICS = RANK_METRICS + THRESHOLD_METRICS
 
 
-def errors_as_wrong(y_true, y_score) -> np.ndarray:
+def errors_as_wrong(y_true: ArrayLike, y_score: ArrayLike) -> np.ndarray:
     """Scores with each error verdict (NaN) replaced so that it counts as wrong at every threshold: -inf
     for a hallucinated case (never flagged: a miss), +inf for a faithful one (always flagged: a false
     alarm). A verifier then cannot look better by failing, and the case stays in the comparison."""
@@ -151,7 +153,7 @@ def errors_as_wrong(y_true, y_score) -> np.ndarray:
     return np.where(np.isnan(s), np.where(y, -np.inf, np.inf), s)
 
 
-def stratified_weights(y_true, k: int, rng: np.random.Generator) -> np.ndarray:
+def stratified_weights(y_true: ArrayLike, k: int, rng: np.random.Generator) -> np.ndarray:
     """`k` stratified resamples as case counts (a k x n matrix): each class drawn with replacement to its
     own size, so every resample keeps the numbers of hallucinated and faithful cases."""
     y = np.asarray(y_true, dtype=bool)
@@ -164,7 +166,8 @@ def stratified_weights(y_true, k: int, rng: np.random.Generator) -> np.ndarray:
     return w
 
 
-def weighted_metrics(y_true, y_score, threshold: float | None, metrics, weights: np.ndarray) -> dict[str, np.ndarray]:
+def weighted_metrics(y_true: ArrayLike, y_score: ArrayLike, threshold: float | None, metrics: Iterable[str],
+                     weights: np.ndarray) -> dict[str, np.ndarray]:
     """Each metric in `metrics` for every row of `weights` (k x n case counts; a row of ones is the
     sample itself). Scores may hold +-inf (see `errors_as_wrong`), not NaN. Threshold metrics are NaN
     when `threshold` is None; AUROC and AUPRC come from one sort of the scores."""
@@ -199,8 +202,9 @@ def weighted_metrics(y_true, y_score, threshold: float | None, metrics, weights:
     return {m: out[m] for m in metrics}
 
 
-def paired_bootstrap(y_true, score_a, score_b, threshold_a: float | None = None, threshold_b: float | None = None,
-                     metrics=("auroc", "f1"), n_boot: int = N_BOOT, seed: int = 0,
+def paired_bootstrap(y_true: ArrayLike, score_a: ArrayLike, score_b: ArrayLike,
+                     threshold_a: float | None = None, threshold_b: float | None = None,
+                     metrics: Iterable[str] = ("auroc", "f1"), n_boot: int = N_BOOT, seed: int = 0,
                      alpha: float = ALPHA) -> dict[str, dict]:
     """Paired, stratified bootstrap of metric differences (a - b) over the same cases: the one paired
     comparison behind `compare` and the gate.
@@ -223,7 +227,7 @@ def paired_bootstrap(y_true, score_a, score_b, threshold_a: float | None = None,
     ones = np.ones((1, len(y)))
     pa, pb = weighted_metrics(y, a, threshold_a, metrics, ones), weighted_metrics(y, b, threshold_b, metrics, ones)
     rng = np.random.default_rng(seed)
-    draws = {m: [] for m in metrics}
+    draws: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     chunk = max(1, 4_000_000 // max(len(y), 1))
     for start in range(0, n_boot, chunk):
         w = stratified_weights(y, min(chunk, n_boot - start), rng)
@@ -261,7 +265,7 @@ def poisson_weights(k: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return _poisson_lut()[rng.integers(0, 65536, size=(k, n), dtype=np.uint16)]
 
 
-def resample_weights(y_true, k: int, rng: np.random.Generator) -> np.ndarray:
+def resample_weights(y_true: ArrayLike, k: int, rng: np.random.Generator) -> np.ndarray:
     """`k` resamples of the cases as counts (k x n): stratified by class (`stratified_weights`) up to
     `POISSON_ABOVE` cases, the Poisson bootstrap above (class sizes then vary by about 1/sqrt(n))."""
     y = np.asarray(y_true, dtype=bool)

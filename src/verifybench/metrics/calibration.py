@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
 
-def reliability(y_true, prob, bins: int = 10) -> dict[str, list[float]]:
+def reliability(y_true: ArrayLike, prob: ArrayLike, bins: int = 10) -> dict[str, list[float]]:
     """Per equal-width bin: mean predicted probability, observed rate, and count (empty bins dropped)."""
     y = np.asarray(y_true, dtype=bool)
     p = np.clip(np.asarray(prob, dtype=float), 0.0, 1.0)
@@ -20,7 +21,7 @@ def reliability(y_true, prob, bins: int = 10) -> dict[str, list[float]]:
     return {"predicted": mean_p.tolist(), "observed": rate.tolist(), "count": count[keep].tolist()}
 
 
-def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
+def expected_calibration_error(y_true: ArrayLike, prob: ArrayLike, bins: int = 10) -> float:
     """Count-weighted mean |observed rate - mean predicted probability| over equal-width bins."""
     r = reliability(y_true, prob, bins)
     count = np.asarray(r["count"], dtype=float)
@@ -29,7 +30,7 @@ def expected_calibration_error(y_true, prob, bins: int = 10) -> float:
     return float(np.sum(count * np.abs(np.asarray(r["observed"]) - np.asarray(r["predicted"]))) / count.sum())
 
 
-def brier(y_true, prob) -> float:
+def brier(y_true: ArrayLike, prob: ArrayLike) -> float:
     return float(brier_score_loss(np.asarray(y_true, dtype=int), np.clip(np.asarray(prob, float), 0, 1)))
 
 

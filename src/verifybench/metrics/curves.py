@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, empty: float) -> np.ndarray:
@@ -97,7 +98,7 @@ class ThresholdCurve:
         return len(self.thresholds)
 
 
-def threshold_curve(y_true, y_score, sample_weight=None) -> ThresholdCurve:
+def threshold_curve(y_true: ArrayLike, y_score: ArrayLike, sample_weight: ArrayLike | None = None) -> ThresholdCurve:
     """Confusion counts at each distinct score used as a threshold.
 
     Args:
@@ -121,6 +122,8 @@ def sorted_curve(t: np.ndarray, s: np.ndarray, w: np.ndarray | None = None) -> T
     array is still sorted, so the slices of one verifier's cases need no sort of their own."""
     # The last index of each run of equal scores: the counts just after that threshold is applied.
     last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1] if len(s) else np.array([], dtype=int)
+    n_pos: float  # a count, or a weighted sum
+    n_neg: float
     if w is None:
         tp = np.cumsum(t)[last]
         fp = (last + 1) - tp
@@ -133,12 +136,12 @@ def sorted_curve(t: np.ndarray, s: np.ndarray, w: np.ndarray | None = None) -> T
     return ThresholdCurve(thresholds=s[last], tp=tp, fp=fp, fn=n_pos - tp, tn=n_neg - fp)
 
 
-def auroc(y_true, y_score) -> float:
+def auroc(y_true: ArrayLike, y_score: ArrayLike) -> float:
     """Area under the ROC curve; NaN when only one class is present."""
     return threshold_curve(y_true, y_score).auroc()
 
 
-def auprc(y_true, y_score) -> float:
+def auprc(y_true: ArrayLike, y_score: ArrayLike) -> float:
     """Average precision (area under the precision-recall curve, step-wise); NaN without positives."""
     return threshold_curve(y_true, y_score).average_precision()
 
@@ -148,7 +151,8 @@ def best_fbeta_index(curve: ThresholdCurve, beta: float = 1.0) -> int:
     return int(np.argmax(curve.fbeta(beta)))
 
 
-def confusion_at(y_true, y_score, threshold: float, sample_weight=None) -> dict[str, Any]:
+def confusion_at(y_true: ArrayLike, y_score: ArrayLike, threshold: float,
+                 sample_weight: ArrayLike | None = None) -> dict[str, Any]:
     """Confusion counts when cases with `score >= threshold` are flagged: integers, or weighted sums
     when `sample_weight` is given (a bootstrap resample's count of each case; a k x n matrix gives k
     sums per count). The one confusion helper of the metrics, the comparison and the gate."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 # `Verdict.latency_kind` as small integers (0: not recorded), so a million cases are compared as numbers.
 LATENCY_KINDS = (None, "case", "batch", "warmup")
 CASE, BATCH, WARMUP = 1, 2, 3

@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from verifybench.metrics.bootstrap import ALPHA, N_BOOT, _interval, resample_weights
 
 
-def pair_counts(group, label, score) -> dict[str, np.ndarray]:
+def pair_counts(group: ArrayLike, label: ArrayLike, score: ArrayLike) -> dict[str, np.ndarray]:
     """Per group (in order of `np.unique(group)`): pairs, wins (ties as half), ties, and pairs with an
     error verdict (a NaN score). Groups holding one class only have no pair."""
     g = np.asarray(group)
@@ -52,7 +53,8 @@ def pair_counts(group, label, score) -> dict[str, np.ndarray]:
     }
 
 
-def pairwise_accuracy(group, label, score, slices=None, n_boot: int = N_BOOT, seed: int = 0,
+def pairwise_accuracy(group: ArrayLike, label: ArrayLike, score: ArrayLike, slices: ArrayLike | None = None,
+                      n_boot: int = N_BOOT, seed: int = 0,
                       alpha: float = ALPHA) -> dict[str, Any]:
     """Pairwise accuracy over the groups with a pair, with a bootstrap interval over groups.
 
@@ -74,7 +76,7 @@ def pairwise_accuracy(group, label, score, slices=None, n_boot: int = N_BOOT, se
         sl = np.asarray(slices, dtype=object)[first]
         parts.update({str(k): has & (sl == k) for k in sorted(set(sl[has].tolist()))})
     cols = np.stack([c["wins"], c["pairs"]], axis=1)
-    draws = {k: None for k in parts}
+    draws: dict[str, np.ndarray | None] = {k: None for k in parts}
     if n_boot and has.any():
         idx = np.flatnonzero(has)
         rng = np.random.default_rng(seed)
@@ -94,11 +96,11 @@ def pairwise_accuracy(group, label, score, slices=None, n_boot: int = N_BOOT, se
     out: dict[str, Any] = {}
     for k, m in parts.items():
         pairs = float(c["pairs"][m].sum())
-        entry = {"groups": int(m.sum()), "pairs": int(pairs),
+        entry: dict[str, Any] = {"groups": int(m.sum()), "pairs": int(pairs),
                  "accuracy": float(c["wins"][m].sum() / pairs) if pairs else None,
                  "ties": int(c["ties"][m].sum()), "pairs_with_error": int(c["errors"][m].sum())}
-        if draws[k] is not None:
-            entry["ci"] = _interval(draws[k], alpha).as_list()
+        if (drawn := draws[k]) is not None:
+            entry["ci"] = _interval(drawn, alpha).as_list()
         out[k] = entry
     result = out.pop("all")
     result["groups_without_pair"] = int((~has).sum())

@@ -56,7 +56,7 @@ class MetricsBlock(BaseModel):
 
     @field_validator("target")
     @classmethod
-    def _target(cls, v):
+    def _target(cls, v: str | None) -> str | None:
         if v is not None:
             try:
                 parse_target(v)
@@ -66,7 +66,7 @@ class MetricsBlock(BaseModel):
 
     @field_validator("by")
     @classmethod
-    def _by(cls, v: str):
+    def _by(cls, v: str) -> str:
         if v not in SLICE_FIELDS and not (v.startswith("meta.") and len(v) > 5):
             raise ValueError(f"{v!r} is not a slice field; use one of {', '.join(SLICE_FIELDS)} or meta.<key>")
         return v
@@ -112,7 +112,7 @@ class Settings:
     breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
 
     @classmethod
-    def from_suite(cls, block: dict[str, Any] | None, where: str = "<suite>", **overrides) -> "Settings":
+    def from_suite(cls, block: dict[str, Any] | None, where: str = "<suite>", **overrides: Any) -> Settings:
         b = validate_metrics_block(block, where)
         t = b.thresholds or ThresholdsBlock()
         s = cls(

@@ -9,8 +9,11 @@ on it may be the cue's, not the method's. (On HaluEval QA, novelty alone gives a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from verifybench.metrics.curves import auroc
 
@@ -27,13 +30,13 @@ def surface_cues(response: str, sources: list[str]) -> dict[str, float]:
     return {"length": float(len(response)), "novelty": novelty}
 
 
-def cue_auroc(y_true, cue_values) -> dict[str, float]:
+def cue_auroc(y_true: ArrayLike, cue_values: ArrayLike) -> dict[str, float]:
     """AUROC of a cue, and its strength: max(AUROC, 1 - AUROC), since a cue may point either way."""
     a = auroc(y_true, cue_values)
     return {"auroc": a, "strength": max(a, 1 - a) if not np.isnan(a) else float("nan")}
 
 
-def shortcut_report(y_true, cues: dict[str, list[float]], warn_at: float = WARN_AT) -> dict:
+def shortcut_report(y_true: Sequence[Any], cues: dict[str, list[float]], warn_at: float = WARN_AT) -> dict:
     """Per cue: AUROC and strength; `warnings` names each cue at or above `warn_at`."""
     out: dict = {"cues": {}, "warnings": []}
     for name, values in cues.items():

@@ -29,8 +29,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from verifybench.metrics.bootstrap import ALPHA, N_BOOT, POISSON_ABOVE, _interval, poisson_weights, stratified_weights
+from verifybench.metrics.bootstrap import (
+    ALPHA,
+    N_BOOT,
+    POISSON_ABOVE,
+    _interval,
+    poisson_weights,
+    stratified_weights,
+)
 from verifybench.metrics.curves import sorted_curve
 from verifybench.metrics.thresholds import Target, select_threshold
 
@@ -50,14 +58,14 @@ class SpanSet:
     end: np.ndarray
 
     @classmethod
-    def of(cls, case, start, end) -> "SpanSet":
+    def of(cls, case: ArrayLike, start: ArrayLike, end: ArrayLike) -> SpanSet:
         case, start, end = (np.asarray(a, dtype=np.int64).ravel() for a in (case, start, end))
         if not len(case) == len(start) == len(end):
             raise ValueError(f"case, start and end differ in length ({len(case)}, {len(start)}, {len(end)})")
         return cls(case, start, end)
 
     @classmethod
-    def empty(cls) -> "SpanSet":
+    def empty(cls) -> SpanSet:
         z = np.zeros(0, np.int64)
         return cls(z, z, z)
 
@@ -85,7 +93,7 @@ def _merged(s: SpanSet, stride: int) -> tuple[np.ndarray, np.ndarray]:
     return a[first], np.maximum.reduceat(b, first)
 
 
-def _hits(a_start, a_end, b_start, b_end) -> np.ndarray:
+def _hits(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> np.ndarray:
     """For each interval of A, whether it overlaps some interval of B (B sorted and disjoint)."""
     if not len(b_start):
         return np.zeros(len(a_start), bool)
@@ -139,7 +147,7 @@ def case_counts(n_cases: int, gold: SpanSet, pred: SpanSet) -> np.ndarray:
     pred_iou = np.bincount(pi[match], minlength=len(ps)) > 0
     gold_iou = np.bincount(gj[match], minlength=len(gs)) > 0
 
-    def per_case(cases, weights):
+    def per_case(cases: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.bincount(cases, weights=weights.astype(float), minlength=n_cases)[:n_cases]
 
     out[:, col["pred_spans"]] = per_case(p_case, np.ones(len(ps)))
@@ -155,7 +163,7 @@ def rates_from_sums(sums: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """Precision, recall and F1 at each level from summed counts (`sums[..., COUNTS]`); NaN where undefined."""
     c = {name: sums[..., i] for i, name in enumerate(COUNTS)}
     with np.errstate(invalid="ignore", divide="ignore"):
-        def prf(p, r):
+        def prf(p: np.ndarray, r: np.ndarray) -> dict[str, np.ndarray]:
             # No prediction at all: precision is undefined, recall 0 and F1 0 (as at the character level).
             f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
             return {"precision": p, "recall": r, "f1": np.where(np.isnan(r), np.nan, f1)}
@@ -170,7 +178,7 @@ def rates_from_sums(sums: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         }
 
 
-def fit_unit_threshold(score, label, target: Target, min_per_class: int = 1) -> dict[str, Any]:
+def fit_unit_threshold(score: ArrayLike, label: ArrayLike, target: Target, min_per_class: int = 1) -> dict[str, Any]:
     """The unit threshold for `target` on calibration units (`label`: the unit overlaps a gold span).
 
     Returns `{value, warning, positives, negatives, degenerate}`; `value` is None when there are fewer
@@ -211,7 +219,8 @@ def _entry(sums: np.ndarray, draws: np.ndarray | None, alpha: float) -> dict[str
     return out
 
 
-def span_metrics(counts: dict[str, np.ndarray], label, slices=None, n_boot: int = N_BOOT, seed: int = 0,
+def span_metrics(counts: dict[str, np.ndarray], label: ArrayLike, slices: ArrayLike | None = None,
+                 n_boot: int = N_BOOT, seed: int = 0,
                  alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
     """Span metrics with bootstrap intervals, for several verifiers over the same cases.
 
@@ -265,7 +274,7 @@ def span_metrics(counts: dict[str, np.ndarray], label, slices=None, n_boot: int 
                 draws.append(np.stack([w[:, a:b] @ C32[a:b] for a, b in zip(starts, ends)], axis=1))
     boot = np.concatenate(draws) if draws else None  # resamples x blocks x columns
 
-    def part(blocks: np.ndarray):
+    def part(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         return point[blocks].sum(axis=0), (boot[:, blocks].sum(axis=1) if boot is not None else None)
 
     groups = {"all": np.ones(len(block_key), bool),

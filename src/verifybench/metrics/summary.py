@@ -181,7 +181,7 @@ class Rows:
     units: np.ndarray
 
     @classmethod
-    def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> "Rows":
+    def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> Rows:
         """The rows `rows` of `df` (default: all), with only the columns read here copied."""
         if rows is not None:
             cols = [c for c in ("score", "ok", "error", "label", "slice", "role", "latency_ms", "latency_kind",

@@ -169,14 +169,16 @@ def train(cfg: TrainConfig, pairs: list[Pair], tok, workdir: Path, max_minutes: 
         output_dir=str(workdir), per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
         num_train_epochs=cfg.epochs, warmup_steps=cfg.warmup_ratio, weight_decay=cfg.weight_decay,
         lr_scheduler_type="linear", seed=cfg.seed, data_seed=cfg.seed, logging_steps=25, save_strategy="no",
-        report_to=[], use_cpu=True, bf16=cfg.bf16, dataloader_num_workers=0, disable_tqdm=False, train_sampling_strategy=cfg.sampler,
+        report_to=[], use_cpu=True, bf16=cfg.bf16, dataloader_num_workers=0, disable_tqdm=False,
+        train_sampling_strategy=cfg.sampler,
     )
     trainer = Trainer(model=model, args=args, train_dataset=ds, data_collator=DataCollatorWithPadding(tok),
                       callbacks=[TimeLimit(max_minutes)] if max_minutes else None)
     trainer.train()
     model.eval()
     logs = [r for r in trainer.state.log_history if "loss" in r]
-    return model, {"steps": trainer.state.global_step, "planned_steps": trainer.state.max_steps, "final_loss": logs[-1]["loss"] if logs else None,
+    return model, {"steps": trainer.state.global_step, "planned_steps": trainer.state.max_steps,
+                   "final_loss": logs[-1]["loss"] if logs else None,
                    "loss_curve": [(r["step"], round(r["loss"], 4)) for r in logs]}
 
 
@@ -317,7 +319,7 @@ perturbations of those documents' sentences (verifybench/training/perturb.py). N
 {cfg['warmup_ratio']:.0%}, linear decay), bf16 autocast {cfg['bf16']}, sampler {cfg['sampler']} (curriculum order:
 {cfg['mix']['curriculum']}), max length {cfg['max_length']}, premise windows of <= {cfg['budget']} word pieces. Wall time
 {card['train_minutes']} min on {card['machine']} (pair building {card['build_minutes']} min), on a
-machine shared with other jobs. Training loss every 25 steps: {', '.join(str(l) for _, l in card.get('loss_curve', []))}.
+machine shared with other jobs. Training loss every 25 steps: {', '.join(str(loss) for _, loss in card.get('loss_curve', []))}.
 
 ## Development figures (design was chosen on these; they are not held-out results)
 
@@ -340,7 +342,7 @@ and test_ood) was not looked at in building this model.
 | file | sha256 |
 |---|---|
 {files}
-"""
+"""  # noqa: E501 - the model card as written, one paragraph a line
 
 
 def record_probe(name: str, cfg: TrainConfig, n_pairs: int, train_info: dict, dev: dict, minutes: dict) -> None:
@@ -411,7 +413,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     out = Path(args.out) if args.out else default_model_dir()
     card = {"name": args.config, "max_train_minutes": args.max_train_minutes, "planned_steps": info["planned_steps"],
-            "dev_caps": {"summedits_per_domain": args.summedits_cap, "halueval_rows": args.halueval_dev_rows}, "config": cfg.as_dict(), "n_pairs": len(pairs),
+            "dev_caps": {"summedits_per_domain": args.summedits_cap, "halueval_rows": args.halueval_dev_rows},
+            "config": cfg.as_dict(), "n_pairs": len(pairs),
             "n_positive": sum(p.label for p in pairs), "pairs_by_kind": kinds, "steps": info["steps"],
             "final_loss": info["final_loss"], "loss_curve": info["loss_curve"], "dev": dev,
             "inference": cfg.spec.describe(), "train_minutes": minutes["train"], "build_minutes": minutes["build"],

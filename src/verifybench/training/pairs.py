@@ -13,7 +13,7 @@ Development sets (design choices are made on these only): the development slice 
 `holdout: train` side (a second hash of the document, `DEV_SEED`, `DEV_FRACTION`), and the SummEdits
 domains in `DEV_DOMAINS`. The HaluEval `holdout: test` side, the other SummEdits domains and
 AttributionBench test / test_ood are evaluation data, read by no function here.
-"""
+"""  # noqa: E501 - a markdown table, one row a line
 
 from __future__ import annotations
 

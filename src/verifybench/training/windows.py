@@ -36,7 +36,8 @@ class WindowSpec:
 
     def describe(self) -> str:
         k = "all windows" if not self.top_k else f"top-{self.top_k} windows"
-        return f"windows of <= {self.budget} tokens, overlap {self.overlap} sentence(s), {self.claims}, {k}, {self.aggregate} over claims"
+        return (f"windows of <= {self.budget} tokens, overlap {self.overlap} sentence(s), {self.claims}, {k}, "
+                f"{self.aggregate} over claims")
 
 
 def pack(sents: Sequence[str], lengths: Sequence[int], budget: int, overlap: int) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from importlib import import_module
 from importlib.metadata import entry_points
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -84,6 +85,6 @@ def get_verifier_class(name: str) -> type[Verifier]:
     return check_verifier_class(name, cls)
 
 
-def build(name: str, id: str | None = None, **options) -> Verifier:
+def build(name: str, id: str | None = None, **options: Any) -> Verifier:
     """A configured verifier instance; bad options raise `SuiteError` naming the option."""
     return get_verifier_class(name)(id=id, **options)

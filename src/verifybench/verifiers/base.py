@@ -122,7 +122,7 @@ class Verifier(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     # True when `score` is a probability of "hallucinated": the metrics then report its calibration.
-    probabilistic: ClassVar[bool] = False
+    probabilistic: bool = False  # a class default; a verifier may set it per instance from its options
     # True when the verifier loads no model and holds no client: a cluster executor can then run it as
     # plain tasks instead of a pool of long-lived workers that each load the model once.
     stateless: ClassVar[bool] = False
@@ -131,7 +131,7 @@ class Verifier(ABC):
     # None until `_build_once` fills them, and None again in a pickled copy, which builds its own.
     lazy: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, id: str | None = None, **options):
+    def __init__(self, id: str | None = None, **options: Any) -> None:
         self.id = id or self.name
         # The run directory, once a runner has bound this verifier to a run (`bind_run`): where a verifier
         # may write files of its own (an audit log, an escalation queue). None outside a run.
@@ -140,7 +140,8 @@ class Verifier(ABC):
         for attr in self._lazy_attributes():
             setattr(self, attr, None)
         try:
-            self.options = self.Options(**options)
+            # Any: each subclass reads its own Options fields (annotate `options: MyOptions` to check them)
+            self.options: Any = self.Options(**options)
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(p) for p in err["loc"])

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import SuiteError
-from verifybench.verifiers.base import Verifier, operational
+from verifybench.verifiers.base import Verifier
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 EXAMPLES = 5
@@ -292,7 +292,7 @@ class ScoresVerifier(Verifier):
                                  f"`format:` to one of csv, tsv, jsonl, parquet")
             self._path, self._fmt = path, fmt
             self._sha = file_sha256(path)
-            self.table  # read now: a bad file is a suite error before any case is scored
+            _ = self.table  # read now: a bad file is a suite error before any case is scored
 
     @property
     def config(self) -> dict:

@@ -25,7 +25,12 @@ from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
-    Chunk, chunks, claims, claims_from_doc, detect_language, english_pipeline,
+    Chunk,
+    chunks,
+    claims,
+    claims_from_doc,
+    detect_language,
+    english_pipeline,
 )
 from verifybench.verifiers.base import Verifier, default_cache, operational
 
@@ -55,7 +60,8 @@ def _chunks(text: str, source_id: str, size: int, overlap: int, language: str) -
 
 class AnchorsVerifier(Verifier):
     name = "anchors"
-    description = "semantic anchors: atomic claims matched to source chunks by embedding cosine, plus negation and number/date/entity checks"
+    description = ("semantic anchors: atomic claims matched to source chunks by embedding cosine, "
+                   "plus negation and number/date/entity checks")
     Options = AnchorsOptions
     lazy = ("_encoder",)
 

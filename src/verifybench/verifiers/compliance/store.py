@@ -119,7 +119,7 @@ class HybridIndex:
                 self._postings[field] = {k: np.asarray(v) for k, v in rows.items()}
             return self._postings[field]
 
-    def build(self) -> "HybridIndex":
+    def build(self) -> HybridIndex:
         """Build the BM25 matrix and, with an encoder, embed every document (needed only for unfiltered
         searches). Returns self."""
         self._index()
@@ -162,8 +162,8 @@ class HybridIndex:
         rows = self.candidates(where)
         if not len(rows):
             return []
-        q_ids = sorted({self._vocab[t] for t in bm25s.tokenize(query, stopwords="en", return_ids=False,
-                                                               show_progress=False)[0] if t in self._vocab} & set(range(matrix.shape[1])))
+        terms = bm25s.tokenize(query, stopwords="en", return_ids=False, show_progress=False)[0]
+        q_ids = sorted({self._vocab[t] for t in terms if t in self._vocab} & set(range(matrix.shape[1])))
         lexical = (np.asarray(matrix[rows][:, q_ids].sum(axis=1)).ravel() if q_ids
                    else np.zeros(len(rows)))
         fused = 1.0 / (self.rrf_k + _ranks(lexical))

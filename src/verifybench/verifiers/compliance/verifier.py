@@ -171,7 +171,8 @@ class _ComplianceBase(CaseVerifier):
                           detail={"claims_compliant": claim, "audit": audit.status, "audit_date": audit.audit_date,
                                   "editions": audit.editions,
                                   "standards": audit.standard_ids, "evidence": audit.evidence_ids,
-                                  "criteria": audit.criteria.model_dump(exclude={"source_ids", "refs"}) if audit.criteria else None,
+                                  "criteria": (audit.criteria.model_dump(exclude={"source_ids", "refs"})
+                                               if audit.criteria else None),
                                   "stage_ms": {k: round(v, 3) for k, v in timing.items()}})
         if o.extractor == "llm" and o.llm is not None:
             verdict.usage = usage.as_dict()

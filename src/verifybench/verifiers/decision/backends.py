@@ -18,7 +18,13 @@ from typing import Any
 import httpx2
 
 from verifybench.cases import Case
-from verifybench.verifiers.decision.questions import CITATION_CHOICES, RELEVANCE_LEVELS, UnitAnswers, question_name, typesafe_questions
+from verifybench.verifiers.decision.questions import (
+    CITATION_CHOICES,
+    RELEVANCE_LEVELS,
+    UnitAnswers,
+    question_name,
+    typesafe_questions,
+)
 from verifybench.verifiers.decision.units import DecisionUnit, state_for
 
 Item = tuple[Case, list[DecisionUnit]]
@@ -211,7 +217,8 @@ def parse_answers(answers: dict, units: list[DecisionUnit], asked: dict) -> dict
         name = question_name(u.key, "relevance")
         if name in asked:
             ans = _typed(answers[name], "score", name)
-            levels = [_prob(ans.probabilities.get(k, 0.0), f"answers.{name}.probabilities.{k}") for k in range(len(RELEVANCE_LEVELS))]
+            levels = [_prob(ans.probabilities.get(k, 0.0), f"answers.{name}.probabilities.{k}")
+                      for k in range(len(RELEVANCE_LEVELS))]
             top = len(RELEVANCE_LEVELS) - 1
             if not 0 <= ans.score <= top:
                 raise MalformedAnswer(f"answers.{name}.score: {ans.score} outside 0..{top}")

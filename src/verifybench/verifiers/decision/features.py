@@ -24,7 +24,8 @@ _NUM = re.compile(r"\d+(?:[.,]\d+)?")
 STOP = frozenset("""a an the of to in on for and or is are was were be been by with as at from that this it its
 which who what when where why how do does did not no yes i you he she they we his her their our your my me
 than then so but if into about over after before up down out can could would should will shall may might""".split())
-NEGATIONS = frozenset("not no never none nobody nothing neither nor cannot without isn't wasn't aren't don't doesn't didn't won't".split())
+NEGATIONS = frozenset("not no never none nobody nothing neither nor cannot without "
+                      "isn't wasn't aren't don't doesn't didn't won't".split())
 
 # Words that address the reader as an agent to be steered; their rate is a cheap injection signal.
 STEER = ("ignore", "disregard", "instead", "instruction", "instructions", "prompt", "system", "assistant",

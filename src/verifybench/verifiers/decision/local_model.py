@@ -34,7 +34,7 @@ class LinearHead:
     info: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LinearHead":
+    def from_dict(cls, d: dict) -> LinearHead:
         return cls(d["classes"], np.asarray(d["mean"], np.float32), np.asarray(d["scale"], np.float32),
                    np.atleast_2d(np.asarray(d["coef"], np.float32)), np.asarray(d["intercept"], np.float32),
                    tuple(d["platt"]) if d.get("platt") else None, d.get("threshold"), d.get("info", {}))

@@ -67,7 +67,8 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
         if u.kind == "answer":
             out[u.key] = UnitDecision(u, a, "judged", "the response, judged as a unit")
         elif a.instructions is not None and a.instructions >= drop_at:
-            out[u.key] = UnitDecision(u, a, "drop", f"instructions addressed to the model (p={a.instructions:.3f} >= {drop_at:.3f})")
+            out[u.key] = UnitDecision(u, a, "drop",
+                                      f"instructions addressed to the model (p={a.instructions:.3f} >= {drop_at:.3f})")
         elif u.kind == "citation":
             out[u.key] = _citation(u, a, opts.escalate_below)
         else:
@@ -84,7 +85,8 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
         elif a.relevance is not None and a.relevance < opts.min_relevance:
             out[u.key] = UnitDecision(u, a, "trim", f"relevance {a.relevance:.3f} < {opts.min_relevance}", rank)
         elif used + u.tokens > opts.context_budget_tokens:
-            out[u.key] = UnitDecision(u, a, "trim", f"over the context budget ({used}+{u.tokens} > {opts.context_budget_tokens} tokens)", rank)
+            out[u.key] = UnitDecision(
+                u, a, "trim", f"over the context budget ({used}+{u.tokens} > {opts.context_budget_tokens} tokens)", rank)
         else:
             used += u.tokens
             out[u.key] = UnitDecision(u, a, "keep", "within budget", rank)

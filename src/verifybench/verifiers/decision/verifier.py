@@ -3,8 +3,8 @@
 Per case: split into units (units.py), ask every unit's questions in one request per case (TypeSafe)
 or one vectorised pass per batch (local model), apply the policy (policy.py), write every unit with
 its answers and action to the audit log and low-confidence citation checks to the escalation queue
-(audit.py). What the triage policy does is in triage.py. The case score is the answer of the one question the suite measures (`question`), higher =
-more likely bad:
+(audit.py). What the triage policy does is in triage.py. The case score is the answer of the one
+question the suite measures (`question`), higher = more likely bad:
 
 - `injection`: the highest P(instructions addressed to the model) over the units;
 - `citation`: the highest P(the citation does not support its claim) over citation units;
@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.decision.audit import AuditLog, audit_folder
-from verifybench.verifiers.decision.triage import TriageOptions, UnitDecision, decide
 from verifybench.verifiers.decision.questions import UnitAnswers
+from verifybench.verifiers.decision.triage import TriageOptions, UnitDecision, decide
 from verifybench.verifiers.decision.units import DecisionUnit, split_units
 from verifybench.verifiers.llm import Prices, describe
 

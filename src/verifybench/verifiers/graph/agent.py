@@ -47,7 +47,7 @@ To check facts, reply with only this JSON:
 {{"tool": "{pack.tool}", "claims": [{{"claim_type": "...", "subject_id": "<{entity} id>", "value": ..., "evidence": "<why you think so>"}}]}}
 Claim types and their values: {", ".join(f"{k} ({c.kind})" for k, c in pack.claims.items())}.
 A rejected claim comes back with the reason and the expected value: correct it and check again.
-When every fact you will state is confirmed, reply with only: {{"final": "<your answer>"}}"""
+When every fact you will state is confirmed, reply with only: {{"final": "<your answer>"}}"""  # noqa: E501 - the prompt as sent
 
 
 @dataclass

@@ -226,7 +226,8 @@ class GraphVerifier(Verifier):
         units.sort(key=lambda u: u.detail["index"])
         weights = [u.score for u in units]
         score = 0.9 * max(weights) + 0.1 * sum(w > 0 for w in weights) / len(weights)
-        counts = {s: sum(u.status == s for u in units) for s in ("entailed", "contradicted", "unsupported", "conflict", "rejected")}
+        counts = {s: sum(u.status == s for u in units)
+                  for s in ("entailed", "contradicted", "unsupported", "conflict", "rejected")}
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
                        detail={"statuses": counts, **detail})
 

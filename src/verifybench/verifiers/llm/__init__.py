@@ -15,7 +15,14 @@ server on 127.0.0.1). Nothing here imports a provider's SDK until a call needs i
 
 from verifybench.verifiers.llm.cache import CompletionCache, request_key
 from verifybench.verifiers.llm.client import REPAIR, LLMClient, replay_only_from_env
-from verifybench.verifiers.llm.errors import GaveUp, LLMError, MalformedReply, ProviderError, ReplayMiss, Retryable
+from verifybench.verifiers.llm.errors import (
+    GaveUp,
+    LLMError,
+    MalformedReply,
+    ProviderError,
+    ReplayMiss,
+    Retryable,
+)
 from verifybench.verifiers.llm.options import LLMOptions, cache_kind
 from verifybench.verifiers.llm.providers import (
     BACKENDS,

@@ -57,7 +57,7 @@ class Completion:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Completion":
+    def from_dict(cls, d: dict[str, Any]) -> Completion:
         lps = [TokenLogprob(**t) for t in d["logprobs"]] if d.get("logprobs") else None
         return cls(text=d["text"], logprobs=lps, input_tokens=d.get("input_tokens", 0),
                    output_tokens=d.get("output_tokens", 0))

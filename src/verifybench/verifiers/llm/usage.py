@@ -39,7 +39,7 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         for name, value in asdict(other).items():
             setattr(self, name, getattr(self, name) + value)
 

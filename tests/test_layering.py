@@ -1,0 +1,159 @@
+"""The import graph runs one way (architecture: loaders -> runner -> verifiers -> run directory ->
+metrics -> report / gate), checked by parsing every module's imports, including the lazy ones inside
+functions: a verifier that imported the metrics layer inside a method would still couple the two."""
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Each top-level module or package of verifybench, by layer. A module may import its own package and
+# anything in a lower layer, never its own layer's other members, never a higher layer.
+LAYERS: list[set[str]] = [
+    # the core types and errors
+    {"cases", "errors"},
+    # leaf helpers any layer may use (locate: text offsets; tables: cases and verdicts as columns;
+    # provenance: the git state of the code that made a run)
+    {"locate", "tables", "provenance"},
+    # the four independent parts: what reads cases, what scores them, where results live, what measures
+    {"loaders", "verifiers", "rundir", "metrics"},
+    # built on one or two of them
+    {"suite", "executors", "report", "gate", "compare", "policy", "tracking", "localization", "runcheck"},
+    {"runner", "history", "inline"},
+    # the surface: one function per command (api), the Run object its calls return (results), and the
+    # package's lazy re-exports of both; they refer to each other, so they share a layer
+    {"api", "results", "__init__"},
+    # the entry points over the surface
+    {"cli", "pytest_plugin"},
+]
+SURFACE = LAYERS[-2]
+# Clients outside the layers: they may use anything below the surface, and nothing imports them.
+CLIENTS = {"training"}
+
+# The invariants architecture.md states in words, checked directly so a failure names them.
+FORBIDDEN = {
+    "verifiers": {"metrics", "loaders", "report", "runner", "rundir", "suite", "gate", "training"},
+    "metrics": {"verifiers", "loaders", "report", "runner", "executors", "suite", "training"},
+    "loaders": {"verifiers", "metrics", "report", "runner", "rundir", "executors", "training"},
+    "report": {"verifiers", "loaders", "runner", "executors"},
+}
+
+# Heavy dependencies are imported inside the functions that need them, so that importing verifybench
+# (the CLI, a loader, the metrics) never pays for them.
+HEAVY = {"torch", "transformers", "sentence_transformers", "relationalai", "mlflow", "ray", "datasets",
+         "llama_cpp", "openai", "anthropic", "onnxruntime", "spacy", "typesafe"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path, source: str | None = None) -> list[tuple[str, int, bool]]:
+    """(imported module, line, at module level) for every import in the file, relative ones resolved
+    against the file's place in the package (`source` stands in for the file's text)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    top = {id(node) for node in tree.body}
+    # an `if TYPE_CHECKING:` block at module level costs nothing at run time
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            top -= {id(child) for child in ast.walk(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # `from verifybench import report` imports the module report, not the package's __init__
+            submodules = [f"{module}.{alias.name}" for alias in node.names
+                          if _is_module(f"{module}.{alias.name}")]
+            targets = submodules if len(submodules) == len(node.names) else [module, *submodules]
+        else:
+            continue
+        found += [(target, node.lineno, id(node) in top) for target in targets]
+    return found
+
+
+def _is_module(dotted: str) -> bool:
+    path = SRC.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[tuple[str, str], list[str]]:
+    """(importer area, imported area) -> where, for every import that crosses areas."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted((SRC / "verifybench").rglob("*.py")):
+        source = _area(_module_name(path))
+        for target, line, _ in _imports(path):
+            if target.startswith("verifybench.") or target == "verifybench":
+                if _area(target) != source:
+                    edges[(source, _area(target))].append(f"{path.relative_to(SRC)}:{line}")
+    return edges
+
+
+def _layer_of(area: str) -> int | None:
+    return next((i for i, members in enumerate(LAYERS) if area in members), None)
+
+
+def test_every_module_has_a_place_in_the_layers():
+    areas = {_area(_module_name(p)) for p in (SRC / "verifybench").rglob("*.py")}
+    unplaced = sorted(a for a in areas if _layer_of(a) is None and a not in CLIENTS)
+    assert not unplaced, f"put these in LAYERS (or CLIENTS) of tests/test_layering.py: {unplaced}"
+
+
+def test_the_stated_invariants_hold(graph):
+    broken = [f"{a} imports {b}: {where}" for (a, b), where in graph.items() if b in FORBIDDEN.get(a, ())]
+    assert not broken, "\n".join(broken)
+
+
+def test_imports_run_one_way(graph):
+    broken = []
+    for (a, b), where in graph.items():
+        if any(_layer_of(x) is None and x not in CLIENTS for x in (a, b)):
+            continue  # unplaced: test_every_module_has_a_place_in_the_layers names it
+        if b in CLIENTS:
+            broken.append(f"{a} imports the client {b}: {where}")
+        elif a in CLIENTS:
+            if _layer_of(b) is not None and _layer_of(b) >= _layer_of("api"):
+                broken.append(f"the client {a} imports the surface {b}: {where}")
+        elif a in SURFACE and b in SURFACE:
+            continue
+        elif _layer_of(b) >= _layer_of(a):
+            broken.append(f"{a} (layer {_layer_of(a)}) imports {b} (layer {_layer_of(b)}): {where}")
+    assert not broken, "\n".join(broken)
+
+
+def test_heavy_dependencies_are_imported_lazily():
+    eager = [f"{path.relative_to(SRC)}:{line} imports {target} at module level"
+             for path in sorted((SRC / "verifybench").rglob("*.py"))
+             for target, line, top in _imports(path)
+             if top and target.split(".")[0] in HEAVY]
+    assert not eager, "\n".join(eager)
+
+
+def test_the_checker_sees_a_lazy_relative_import():
+    """`from ...metrics import curves` inside a function of verifiers/judge/verifier.py is caught."""
+    module = SRC / "verifybench" / "verifiers" / "judge" / "verifier.py"
+    found = _imports(module, "import torch\n\ndef f():\n    from ...metrics import curves\n"
+                             "    from verifybench import report\n")
+    assert ("verifybench.metrics.curves", 4, False) in found
+    assert ("verifybench.report", 5, False) in found and ("verifybench", 5, False) not in found
+    assert _area("verifybench.metrics.curves") in FORBIDDEN[_area("verifybench.verifiers.judge")]
+    assert ("torch", 1, True) in found
