@@ -485,7 +485,7 @@ def history(run_dirs: list[str | Path], metric: str = "auroc", slice_name: str =
 
 
 def describe_suite(suite: str | Path | Suite, data_dir: str | Path | None = None, limit: int | None = None,
-                   min_cases: int = 30) -> dict[str, Any]:
+                   min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
     """Read a suite's data without running a verifier: counts by doc type, label and split; which raw label
     values became which label; per slice, labeled cases of each class and how many more a threshold and
     a gate need (see `runner.describe`)."""

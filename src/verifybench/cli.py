@@ -15,6 +15,7 @@ from typer.core import TyperCommand
 
 from verifybench import api
 from verifybench.errors import VerifybenchError
+from verifybench.metrics.settings import GATE_MIN_CASES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Measure hallucination verifiers.")
 console = Console()
@@ -189,7 +190,8 @@ def describe(
     suite: Annotated[Path | None, typer.Argument(help="suite file (default: evals/demo.yaml)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     limit: Annotated[int | None, typer.Option("--limit", min=1)] = None,
-    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs (as `gate --min-cases`)")] = 30,
+    min_cases: Annotated[int, typer.Option(
+        "--min-cases", help="test cases a gated slice needs (as `gate --min-cases`)")] = GATE_MIN_CASES,
     data_dir: DataDir = None,
 ) -> None:
     """Count a suite's cases by doc type, label and split; show which raw label values became which label,
@@ -364,7 +366,7 @@ def gate(
         "--max-drop", help="METRIC=DROP, e.g. f1=0.02 (default f1=0.02, auroc=0.02)")] = None,
     max_rise: Annotated[list[str] | None, typer.Option(
         "--max-rise", help="p95_ms=25%, cost_per_1k=0.1: gate latency/cost")] = None,
-    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs")] = 30,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="test cases a gated slice needs")] = GATE_MIN_CASES,
     slices: Annotated[str, typer.Option("--slices", help="all: the whole set; each: every slice too")] = "all",
     junit: Annotated[Path | None, typer.Option("--junit", help="write JUnit XML here (also on a refusal)")] = None,
     summary: Annotated[Path | None, typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
