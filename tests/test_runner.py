@@ -434,3 +434,16 @@ def test_on_error_raise_logs_every_bad_record(tmp_path):
     logged = [e for e in iter_jsonl(tmp_path / "run/errors.jsonl") if e["kind"] == "input"]
     assert [e["line"] for e in logged] == [21, 22, 23] and all(e["field"] == "label" for e in logged)
     assert "3 bad records" in json.loads((tmp_path / "run/manifest.json").read_text())["error"]
+
+
+@pytest.mark.parametrize("content", [b'{"pid": 12', b"\x00\xff garbage", b"[1, 2]"])
+def test_an_unreadable_lock_file_is_a_stale_lock_reported_not_another_host(tmp_path, content):
+    """A writer killed while writing writer.lock leaves bytes that are not a holder; nobody holds the
+    kernel's lock, so the run takes over and says so (it is not 'locked by pid ? on another host')."""
+    suite = small_suite(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "writer.lock").write_bytes(content)
+    result = api.run(suite, out=run_dir, progress=False)
+    assert result.notes and "could not be read" in result.notes[0]
+    assert not (run_dir / "writer.lock").exists()  # released at the end

@@ -544,7 +544,11 @@ class RunLock:
             os.close(fd)
         self._fd = fd
         previous = _read_holder(fd)
-        if previous:
+        if previous.get("unreadable"):
+            # We hold the kernel's lock, so no writer is alive: a writer killed while writing the file.
+            self.stale = (f"a stale lock was found: {self.path.name} could not be read (a writer was killed "
+                          "while writing it); this run takes over")
+        elif previous:
             here = socket.gethostname()
             pid = previous.get("pid")
             if previous.get("host") != here:
@@ -563,7 +567,7 @@ class RunLock:
                           f"{self.path.name} (the process is gone); this run takes over")
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "started": datetime.now(UTC).isoformat(timespec="seconds"),
-              "command": " ".join(["verifybench", *sys.argv[1:]]) if sys.argv and sys.argv[0] else ""}
+              "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else ""}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)
         os.fsync(fd)
@@ -590,8 +594,8 @@ def _read_holder(fd: int) -> dict[str, Any]:
         raw = os.pread(fd, 65536, 0)
         data = json.loads(raw) if raw.strip() else {}
     except (OSError, ValueError):
-        return {"pid": "?", "host": "?"}
-    return data if isinstance(data, dict) else {}
+        return {"pid": "?", "host": "?", "unreadable": True}
+    return data if isinstance(data, dict) else {"pid": "?", "host": "?", "unreadable": True}
 
 
 _HELD: dict[str, list] = {}  # resolved run dir -> [RunLock, depth]: the lock is re-entrant in one process
