@@ -200,8 +200,6 @@ def test_unloadable_models_and_bad_options_are_suite_errors(tmp_path):
     with pytest.raises(SuiteError, match=r"model 'vectara/hallucination_evaluation_model' cannot be loaded \(a hub "
                                          r"name needs the model in the local cache or hub access\)"):
         build("nli", model="vectara/hallucination_evaluation_model", trust_remote_code=True)
-    with pytest.raises(SuiteError, match="option 'model': Field required"):
-        build("nli")
     with pytest.raises(SuiteError, match="pair_template must contain"):
         build("nli", model=str(tmp_path), pair_template="{premise}")
 
@@ -343,3 +341,56 @@ def test_a_ray_run_scores_like_the_local_run(nli_model, tmp_path, data_dir):
     got = {r["case_id"]: r["score"] for r in iter_jsonl(tmp_path / "ray/results.jsonl")}
     assert got.keys() == want.keys() and len(got) == 12
     assert max(abs(got[k] - want[k]) for k in want) < 1e-5
+
+
+# ---------- the default: the project's own consistency model, shipped as package data ----------
+
+@pytest.fixture(scope="session")
+def shipped_nli():
+    """`- nli` with no options, as a suite writes it: the packaged model (loaded once for the session)."""
+    v = build("nli", cache_dir=None, embedding_cache_dir=None)
+    v.model.load_weights()
+    return v
+
+
+def test_the_default_model_is_the_packaged_one_applied_as_it_was_trained(shipped_nli):
+    from importlib.resources import files
+
+    folder = Path(str(files("verifybench").joinpath("models", "consistency-minilm")))
+    assert Path(shipped_nli.model.name) == folder
+    declared = json.loads((folder / "verifybench.json").read_text(encoding="utf-8"))["nli"]
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    # The windows it was trained and designed with (the card's), filled into the options and the hash.
+    assert declared["window_tokens"] == card["config"]["budget"] == shipped_nli.options.window_tokens
+    assert declared["top_k_windows"] == card["config"]["spec"]["top_k"] == shipped_nli.options.top_k_windows
+    assert shipped_nli.model.max_length == card["config"]["max_length"]
+    assert shipped_nli.labels[shipped_nli.entail_index] == "entailment"
+    assert shipped_nli.config["window_tokens"] == declared["window_tokens"]
+    # What a suite sets wins over what the model declares.
+    mine = build("nli", cache_dir=None, top_k_windows=1, window_tokens=80)
+    assert (mine.options.top_k_windows, mine.options.window_tokens) == (1, 80)
+    assert mine.config_hash != shipped_nli.config_hash
+    # Modes that size their own windows keep their defaults.
+    assert build("nli", aggregate="pair", cache_dir=None).options.window_tokens is None
+
+
+def test_the_default_model_scores_cases_offline(shipped_nli):
+    src = ("The city council met on Tuesday. After a two-hour debate it approved the new budget, which raises "
+           "spending on schools by 4 percent. The mayor said the vote was a relief for parents.")
+    cases = [case("The council approved the budget.", src, "a"), case("Spending on schools rises by 4 percent.", src, "b"),
+             case("The mayor resigned after the vote. The council met on Tuesday.", src, "c")]
+    out = shipped_nli.verify(cases)
+    assert [v.case_id for v in out] == ["a", "b", "c"] and not any(v.error for v in out)
+    assert all(0.0 <= v.score <= 1.0 for v in out)
+    assert all(u.detail["windows_scored"] <= 2 for v in out for u in v.units)
+    assert len(out[2].units) == 2 and out[2].score == pytest.approx(max(u.score for u in out[2].units))
+
+
+def test_a_model_folder_with_bad_declared_defaults_is_a_suite_error(nli_model, tmp_path):
+    folder = tmp_path / "m"
+    shutil.copytree(nli_model, folder)
+    (folder / "verifybench.json").write_text('{"nli": {"top_k_windows": 2, "threshold": 0.5}}', encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"verifybench.json: 'nli' declares \['threshold'\]; a model may set only"):
+        build("nli", model=str(folder))
+    (folder / "verifybench.json").write_text('{"nli": {"top_k_windows": 2}}', encoding="utf-8")
+    assert build("nli", model=str(folder), cache_dir=None).options.top_k_windows == 2
