@@ -2,7 +2,9 @@
 
 The ONNX file is made from the model's own weights on first use: exported by `torch.onnx` (batch and
 sequence axes dynamic), then quantized by `onnxruntime.quantization.quantize_dynamic` (int8 weights,
-activations quantized per batch at run time). It is written under `onnx_dir`, keyed by the weights'
+activations quantized per batch at run time; the matrix multiplications only, per output channel: on
+the project's model the default per-tensor scheme, embeddings included, moved probabilities by up to
+0.56, per-channel MatMul-only by 0.06). It is written under `onnx_dir`, keyed by the weights'
 fingerprint and the export settings, whole or not at all (write, then rename), so later runs and other
 processes load it directly. Needs the `onnx` extra (onnxruntime, onnx).
 """
@@ -19,6 +21,7 @@ import numpy as np
 from verifybench.errors import SuiteError
 
 OPSET = 17
+QUANT = "int8-dynamic-matmul-per-channel"
 
 
 def _require():
@@ -32,7 +35,7 @@ def _require():
 
 
 def onnx_path(model_id: str, onnx_dir: str | Path) -> Path:
-    key = hashlib.sha256(f"{model_id}|opset{OPSET}|int8-dynamic".encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"{model_id}|opset{OPSET}|{QUANT}".encode()).hexdigest()[:20]
     return Path(onnx_dir).expanduser() / key / "model.int8.onnx"
 
 
@@ -51,7 +54,8 @@ def export_int8(torch_model, input_names: list[str], target: Path) -> Path:
         with torch.inference_mode():
             torch.onnx.export(model, dummy, str(fp32), input_names=input_names, output_names=["logits"],
                               dynamic_axes={**axes, "logits": {0: "batch"}}, opset_version=OPSET, dynamo=False)
-        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"])
         os.replace(int8, target)  # whole or absent: a killed export leaves nothing half-written
     return target
 
