@@ -394,3 +394,71 @@ def test_a_model_folder_with_bad_declared_defaults_is_a_suite_error(nli_model, t
         build("nli", model=str(folder))
     (folder / "verifybench.json").write_text('{"nli": {"top_k_windows": 2}}', encoding="utf-8")
     assert build("nli", model=str(folder), cache_dir=None).options.top_k_windows == 2
+
+
+def test_the_shipped_model_is_a_standard_sequence_classifier(shipped_nli):
+    """What a user loading the folder with transformers alone gets: two labels, probabilities."""
+    import torch
+
+    model, tok = shipped_nli.model._model, shipped_nli.model.tokenizer
+    assert model.config.id2label == {0: "not_entailment", 1: "entailment"}
+    enc = tok(["The committee approved the budget on Friday."] * 2, ["The budget was approved.", "Nobody voted."],
+              return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        p = torch.softmax(model(**enc).logits.float(), -1)
+    assert p.shape == (2, 2) and torch.allclose(p.sum(-1), torch.ones(2), atol=1e-4)
+
+
+# ---------- runtime: onnx (int8 weights through ONNX Runtime) ----------
+
+def test_the_onnx_runtime_scores_like_torch_and_exports_once(nli_model, tmp_path):
+    pytest.importorskip("onnxruntime")
+    triples = contradictions(n=4)
+    cases = [case(t[1], t[0], f"f{i}") for i, t in enumerate(triples)] + \
+            [case(t[2], t[0], f"h{i}", label=True) for i, t in enumerate(triples)]
+    opts = {"model": nli_model, "cache_dir": None, "window_sentences": 3, "max_length": 96}
+    torch_out = build("nli", **opts).verify(cases)
+    onnx_v = build("nli", **opts, runtime="onnx", onnx_dir=str(tmp_path / "onnx"))
+    onnx_out = onnx_v.verify(cases)
+    assert not any(v.error for v in onnx_out)
+    # int8 weights move probabilities a little (most near 0.5, where the softmax is steepest), never the
+    # verdict structure; a wrong export (inputs swapped, padding attended) moves them by 0.3-0.9.
+    assert [len(v.units) for v in onnx_out] == [len(v.units) for v in torch_out]
+    diff = np.abs(np.array([v.score for v in onnx_out]) - [v.score for v in torch_out])
+    assert np.median(diff) < 0.01 and diff.max() < 0.25
+    assert auroc([c.label for c in cases], [v.score for v in onnx_out]) >= \
+        auroc([c.label for c in cases], [v.score for v in torch_out]) - 1 / 16  # at most one of 16 pairs flips
+    files = list((tmp_path / "onnx").rglob("*.onnx"))
+    assert len(files) == 1 and files[0].name == "model.int8.onnx"
+    # A second verifier (another run) loads the exported file; torch weights are never loaded.
+    stamp = files[0].stat().st_mtime_ns
+    again = build("nli", **opts, runtime="onnx", onnx_dir=str(tmp_path / "onnx"))
+    assert [v.score for v in again.verify(cases)] == pytest.approx([v.score for v in onnx_out], abs=1e-6)
+    assert files[0].stat().st_mtime_ns == stamp and again.model._model is None
+    # The runtime is part of the config and of the pair cache's model identity.
+    assert again.config_hash != build("nli", **opts).config_hash
+    assert again.model.model_id != build("nli", **opts).model.model_id
+    clone = pickle.loads(pickle.dumps(again))
+    assert clone.model._onnx is None
+    assert clone.verify(cases[:1])[0].score == pytest.approx(onnx_out[0].score, abs=1e-6)
+
+
+def test_the_onnx_runtime_needs_its_packages_and_the_transformers_backend(nli_model, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kw):
+        if name == "onnxruntime" or name.startswith("onnxruntime."):
+            raise ImportError("No module named 'onnxruntime'", name="onnxruntime")
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    with pytest.raises(SuiteError, match=r"runtime: onnx needs onnxruntime and onnx \(onnxruntime is not "
+                                         r"installed\); pip install 'verifybench\[onnx\]'"):
+        build("nli", model=nli_model, runtime="onnx", onnx_dir=str(tmp_path))
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    ce = tmp_path / "ce"
+    shutil.copytree(nli_model, ce)
+    with pytest.raises(SuiteError, match=r"verifier 'nli' \(nli\): runtime onnx needs backend: transformers"):
+        build("nli", model=str(ce), backend="cross-encoder", runtime="onnx", onnx_dir=str(tmp_path))

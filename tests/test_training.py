@@ -257,18 +257,3 @@ def test_the_timed_schedule_is_linear_on_a_fast_machine_and_ends_at_the_time_cap
     opt.step()
     sched.step()
     assert opt.param_groups[0]["lr"] == 0.0
-
-
-@pytest.mark.skipif(not (MODEL_DIR / "card.json").exists(), reason="no consistency model committed yet")
-def test_shipped_model_loads_as_a_standard_cross_encoder():
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    model = AutoModelForSequenceClassification.from_pretrained(MODEL_DIR).eval()
-    tok = AutoTokenizer.from_pretrained(MODEL_DIR)
-    assert model.config.id2label == {0: "not_entailment", 1: "entailment"}
-    enc = tok(["The committee approved the budget on Friday."] * 2, ["The budget was approved.", "Nobody voted."],
-              return_tensors="pt", padding=True)
-    with torch.inference_mode():
-        p = torch.softmax(model(**enc).logits.float(), -1)
-    assert p.shape == (2, 2) and torch.allclose(p.sum(-1), torch.ones(2), atol=1e-4)

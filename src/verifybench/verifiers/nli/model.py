@@ -217,12 +217,11 @@ class PairModel:
 
         from verifybench.verifiers.nli.onnx import OnnxSession, export_int8, onnx_path
 
-        if self.resolved_backend() != "transformers":
-            raise SuiteError(f"model {self.name!r}: runtime onnx needs backend: transformers")
         self.load()
         target = onnx_path(self.model_id, self.onnx_dir or tempfile.mkdtemp(prefix="verifybench-onnx-"))
         if not target.exists():
-            model = AutoModelForSequenceClassification.from_pretrained(self._path(), **kw)
+            # Eager attention: its mask arithmetic traces into the graph as it is (the fused path may not).
+            model = AutoModelForSequenceClassification.from_pretrained(self._path(), attn_implementation="eager", **kw)
             export_int8(model, list(self._tok.model_input_names), target)
         self._onnx = OnnxSession(target, torch.get_num_threads())
 
@@ -332,13 +331,16 @@ class PairModel:
         return out
 
     def _forward_onnx(self, features: list[dict], order: np.ndarray) -> np.ndarray:
+        """One pair a call. Dynamic int8 quantizes activations with a scale taken from the whole input
+        tensor, so in a batch a pair's score would depend on the pairs beside it (and on the cache, the
+        batch size, the executor); alone, it depends on the pair only. Unpadded single pairs also cost
+        no padding, and a call's overhead is small beside a pair's matrix work."""
         out = None
-        for lo in range(0, len(order), self.batch_size):
-            idx = order[lo:lo + self.batch_size]
-            logits = self._onnx(self._tok.pad([features[i] for i in idx], return_tensors="np"))
+        for i in order:
+            logits = self._onnx({k: np.asarray(v, dtype=np.int64)[None, :] for k, v in features[i].items()})
             if out is None:
                 out = np.empty((len(order), logits.shape[1]), dtype=np.float32)
-            out[idx] = logits
+            out[i] = logits[0]
         return out
 
     def __getstate__(self):

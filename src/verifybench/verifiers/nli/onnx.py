@@ -24,7 +24,7 @@ OPSET = 17
 QUANT = "int8-dynamic-matmul-per-channel"
 
 
-def _require():
+def require_onnx():
     try:
         import onnx  # noqa: F401  (quantize_dynamic reads and writes the graph with it)
         import onnxruntime
@@ -41,14 +41,30 @@ def onnx_path(model_id: str, onnx_dir: str | Path) -> Path:
 
 def export_int8(torch_model, input_names: list[str], target: Path) -> Path:
     """Export `torch_model` (a sequence classifier taking `input_names`) to an int8 ONNX file at `target`."""
-    _require()
+    require_onnx()
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    import inspect
+
+    # Positional export arguments follow forward()'s order, not the tokenizer's (BERT's tokenizer lists
+    # token_type_ids before attention_mask; forward takes attention_mask second).
+    params = list(inspect.signature(torch_model.forward).parameters)
+    input_names = sorted(input_names, key=lambda n: params.index(n) if n in params else len(params))
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         fp32, int8 = Path(tmp) / "model.onnx", Path(tmp) / "model.int8.onnx"
-        dummy = tuple(torch.ones((2, 8), dtype=torch.long) for _ in input_names)
+        # A padded dummy batch: traced with an all-ones mask, the attention code may drop the mask from
+        # the graph, and padded batches would then attend to their padding.
+        dummy = []
+        for name in input_names:
+            x = torch.ones((2, 8), dtype=torch.long)
+            if name == "attention_mask":
+                x[1, 5:] = 0
+            elif name == "token_type_ids":
+                x[:, :4] = 0
+            dummy.append(x)
+        dummy = tuple(dummy)
         axes = {name: {0: "batch", 1: "sequence"} for name in input_names}
         model = torch_model.float().eval()
         with torch.inference_mode():
@@ -64,7 +80,7 @@ class OnnxSession:
     """An ONNX Runtime CPU session over int8 weights: padded numpy batches in, logits out."""
 
     def __init__(self, path: Path, threads: int | None = None):
-        ort = _require()
+        ort = require_onnx()
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads

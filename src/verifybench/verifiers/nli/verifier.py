@@ -153,6 +153,13 @@ class NLIVerifier(Verifier):
         o = self.options
         self.model = PairModel(path, o.backend, o.revision, o.tokenizer, o.pair_template, o.trust_remote_code,
                                o.max_length, o.device, o.batch_size, o.runtime, o.onnx_dir)
+        if o.runtime == "onnx":
+            # Missing packages or a backend ONNX cannot run are suite errors before any case.
+            from verifybench.verifiers.nli.onnx import require_onnx
+
+            require_onnx()
+            if self.model.resolved_backend() != "transformers":
+                raise SuiteError(f"verifier {self.id!r} (nli): runtime onnx needs backend: transformers")
         # The config only (a small JSON file, no weights): a wrong label is a suite error before any case.
         self.labels = self.model.labels()
         self.entail_index = resolve_entail_label(self.labels, o.entail_label, f"verifier {self.id!r} (nli)")
