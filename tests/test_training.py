@@ -257,3 +257,35 @@ def test_the_timed_schedule_is_linear_on_a_fast_machine_and_ends_at_the_time_cap
     opt.step()
     sched.step()
     assert opt.param_groups[0]["lr"] == 0.0
+
+
+def test_held_out_figures_go_into_the_card_as_the_run_reported_them(root, tmp_path):
+    """`--held-out RUN_DIR`: a suite run's metrics (AUROC, interval, test balanced accuracy at the fitted
+    threshold, per slice) copied into card.json and rendered in README.md; weights and hashes untouched."""
+    from verifybench import api
+    from verifybench.suite import parse_suite
+    from verifybench.training.consistency import main
+
+    suite = parse_suite({"name": "held-demo", "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"),
+                                                          "fields": {"split": "split", "doc_type": "doc_type"}},
+                         "verifiers": ["rouge", "bleu"], "metrics": {"target": "balanced_accuracy"}},
+                        tmp_path, where=str(tmp_path / "held.yaml"))
+    api.run(suite, out=tmp_path / "run", progress=False)
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("card.json", "README.md"):
+        (model / name).write_bytes((MODEL_DIR / name).read_bytes())
+    before = json.loads((model / "card.json").read_text(encoding="utf-8"))
+    main(["--held-out", str(tmp_path / "run"), "--out", str(model)])
+    card = json.loads((model / "card.json").read_text(encoding="utf-8"))
+    metrics = json.loads((tmp_path / "run/metrics.json").read_text(encoding="utf-8"))
+    got = card["held_out"]["held-demo"]["verifiers"]
+    assert set(got) == {"rouge", "bleu"} and card["files"] == before["files"]
+    for vid in got:
+        m = metrics["verifiers"][vid]["overall"]
+        assert got[vid]["all"]["auroc"] == pytest.approx(m["auroc"], abs=1e-4)
+        assert got[vid]["all"]["balanced_accuracy_test"] == pytest.approx(m["test"]["balanced_accuracy"], abs=1e-4)
+        assert set(got[vid]) == {"all", *metrics["verifiers"][vid]["slices"]}
+    readme = (model / "README.md").read_text(encoding="utf-8")
+    assert "### held-demo" in readme and f"| all | rouge | {got['rouge']['all']['n']} | {got['rouge']['all']['auroc']}" in readme
+    assert card["files"]["model.safetensors"] in readme
