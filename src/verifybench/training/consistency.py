@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import platform
 import sys
@@ -280,7 +281,7 @@ def figures(cases, scores: np.ndarray) -> dict:
     cal, test = roles == "calibration", roles == "test"
     curve = threshold_curve(y[cal], scores[cal])
     yt = y[test]
-    out = {"n": int(len(y)), "auroc": round(auroc(y, scores), 4), "n_test": int(test.sum())}
+    out = {"n": len(y), "auroc": round(auroc(y, scores), 4), "n_test": int(test.sum())}
     # Two thresholds fitted on the calibration role: max F1 (v1's card) and max balanced accuracy (the
     # SummEdits protocol: its published balanced accuracies use a threshold tuned for that measure).
     for key, target in (("", Target("fbeta", 1.0)), ("_at_bacc", Target("balanced_accuracy", 1.0))):
@@ -566,7 +567,7 @@ def held_out_figures(run_dir: Path) -> dict:
 
 
 def _round(x, digits: int = 4):
-    return None if x is None or x != x else round(float(x), digits)
+    return None if x is None or math.isnan(x) else round(float(x), digits)
 
 
 def record_held_out(model_dir: Path, run_dirs: list[Path]) -> dict:
@@ -585,9 +586,9 @@ def render_held_out(held: dict) -> str:
     if not held:
         return ("The evaluation data (HaluEval `holdout: test`, the six other SummEdits domains, AttributionBench test\n"
                 "and test_ood) was not looked at in building this model.")
-    parts = ["Looked at once, after the design was frozen: verifybench suites `evals/consistency-*.yaml`, the model\n"
-             "as the `nli` verifier applies it by default, beside other verifiers on the same cases. Balanced\n"
-             "accuracy on each slice's test split at the threshold fitted on its calibration split."]
+    parts = [("Looked at once, after the design was frozen: verifybench suites `evals/consistency-*.yaml`, the model\n"
+              "as the `nli` verifier applies it by default, beside other verifiers on the same cases. Balanced\n"
+              "accuracy on each slice's test split at the threshold fitted on its calibration split.")]
     for name, fig in held.items():
         rows = []
         for vid, sl in fig["verifiers"].items():
