@@ -285,32 +285,33 @@ def test_a_pair_template_reads_each_pair_as_one_text(nli_model):
     assert out.score == pytest.approx(plain.score, abs=0.02) and out.score != plain.score
 
 
-def byod_suite(tmp_path: Path, root: Path, model: str, preds: Path):
-    os.environ["VERIFYBENCH_NLI_MODEL"] = model
+def byod_suite(tmp_path: Path, root: Path, preds: Path):
     os.environ["VERIFYBENCH_SCORES"] = str(preds)
     try:
         from verifybench.suite import load_suite
 
         return load_suite(root / "evals/byod-demo.yaml")
     finally:
-        del os.environ["VERIFYBENCH_NLI_MODEL"], os.environ["VERIFYBENCH_SCORES"]
+        del os.environ["VERIFYBENCH_SCORES"]
 
 
-def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_model, tmp_path, root):
-    """evals/byod-demo.yaml on the demo set: an nli model and a file of logged scores (here: the nli
-    scores of a first run, as a team would log a detector's output) beside rouge and anchors."""
+def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(tmp_path, root, monkeypatch):
+    """evals/byod-demo.yaml on the demo set: the default nli model (the packaged one, no download) and a
+    file of logged scores (here: the nli scores of a first run, as a team would log a detector's output)
+    beside rouge and anchors."""
     from verifybench.rundir import iter_jsonl
 
+    monkeypatch.setenv("VERIFYBENCH_CACHE", str(tmp_path / "cache"))  # the second run reads the first's pairs
     cases = [json.loads(line) for line in (root / "datasets/demo/cases.jsonl").read_text().splitlines()]
     first = parse_suite({"name": "log", "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"),
                                                     "fields": {"split": "split", "doc_type": "doc_type"}},
-                         "verifiers": [{"nli": {"model": nli_model, "cache_dir": str(tmp_path / "c")}}]},
+                         "verifiers": ["nli"]},
                         tmp_path, where=str(tmp_path / "log.yaml"))
     api.run(first, out=tmp_path / "log", progress=False)
     logged = {r["case_id"]: r["score"] for r in iter_jsonl(tmp_path / "log/results.jsonl")}
     preds = write(tmp_path / "logged.csv", "case_id,consistency\n" + "".join(
         f"{c['id']},{100 * (1 - logged[c['id']]):.4f}\n" for c in cases))
-    suite = byod_suite(tmp_path, root, nli_model, preds)
+    suite = byod_suite(tmp_path, root, preds)
     assert [v.id for v in suite.verifiers] == ["rouge", "anchors", "nli", "logged"]
     result = api.run(suite, out=tmp_path / "run", progress=False)
     assert result.errors == 0 and result.new_verdicts == 4 * len(cases)
