@@ -104,7 +104,7 @@ CONFIGS: dict[str, TrainConfig] = {
                                     pairs_per_window=2, real_in_hard=0.5),
                             budget=96, max_length=144, learning_rate=1e-4, warmup_ratio=0.06, bf16=True,
                             sampler="sequential", freeze_embeddings=True, spec=WindowSpec(budget=96, top_k=2)),
-    # v2 (shipped): what probe-v2 said, at the size the hour allows. Real pairs in the minimal-pair phase
+    # v2 (tried, not shipped: CONSISTENCY_DEV.md row 15): what probe-v2 said, at the size the hour allows. Real pairs in the minimal-pair phase
     # lifted HaluEval dev (0.586 -> 0.676) but cost SummEdits (news 0.612 -> 0.582, sales_call 0.687 ->
     # 0.637), so only a quarter of them go there; embeddings train again (frozen was the other change
     # that could have cost SummEdits); two sentences a window keep the build short; ~2.3x probe-v2's pairs.
