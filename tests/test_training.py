@@ -287,5 +287,5 @@ def test_held_out_figures_go_into_the_card_as_the_run_reported_them(root, tmp_pa
         assert got[vid]["all"]["balanced_accuracy_test"] == pytest.approx(m["test"]["balanced_accuracy"], abs=1e-4)
         assert set(got[vid]) == {"all", *metrics["verifiers"][vid]["slices"]}
     readme = (model / "README.md").read_text(encoding="utf-8")
-    assert "### held-demo" in readme and f"| all | rouge | {got['rouge']['all']['n']} | {got['rouge']['all']['auroc']}" in readme
+    assert "### held-demo" in readme and f"| all | rouge | {got['rouge']['all']['n']} | 0 | {got['rouge']['all']['auroc']}" in readme
     assert card["files"]["model.safetensors"] in readme

@@ -556,6 +556,7 @@ def held_out_figures(run_dir: Path) -> dict:
         return {"n": m["n"], "errors": m["errors"], "auroc": _round(m.get("auroc")),
                 "auroc_ci": [_round(x) for x in ci] if ci else None,
                 "threshold": _round((m.get("threshold") or {}).get("value")),
+                "threshold_kind": (m.get("threshold") or {}).get("kind"),
                 "n_test": test.get("n"), "balanced_accuracy_test": _round(test.get("balanced_accuracy")),
                 "ms_per_case_p50": _round((m.get("latency_ms") or {}).get("p50"), 1)}
 
@@ -588,18 +589,22 @@ def render_held_out(held: dict) -> str:
                 "and test_ood) was not looked at in building this model.")
     parts = [("Looked at once, after the design was frozen: verifybench suites `evals/consistency-*.yaml`, the model\n"
               "as the `nli` verifier applies it by default, beside other verifiers on the same cases. Balanced\n"
-              "accuracy on each slice's test split at the threshold fitted on its calibration split.")]
+              "accuracy on each slice's test split at the threshold fitted on its calibration split (\"fallback\": the\n"
+             "slice's calibration split was too small, the whole suite's threshold was used). An error verdict (a\n"
+             "case without source text) counts in `errors`, not in the AUROC. Milliseconds: the run's median on a\n"
+             "shared machine, not a benchmark.")]
     for name, fig in held.items():
         rows = []
         for vid, sl in fig["verifiers"].items():
             for key, m in sl.items():
                 ci = f" [{m['auroc_ci'][0]}, {m['auroc_ci'][1]}]" if m.get("auroc_ci") else ""
-                rows.append(f"| {key} | {vid} | {m['n']} | {m['auroc']}{ci} | {m['balanced_accuracy_test']} | "
-                            f"{m['n_test']} | {m['ms_per_case_p50']} |")
+                mark = " (fallback)" if m.get("threshold_kind") == "fallback" else ""
+                rows.append(f"| {key} | {vid} | {m['n']} | {m['errors']} | {m['auroc']}{ci} | "
+                            f"{m['balanced_accuracy_test']}{mark} | {m['n_test']} | {m['ms_per_case_p50']} |")
         rows.sort(key=lambda r: (r.split("|")[1] != " all ", r.split("|")[1]))
         parts.append(f"### {name} ({fig['n_cases']} cases, slices by {fig['by']}, threshold target {fig['target']})\n\n"
-                     "| slice | verifier | cases | AUROC [95% CI] | balanced accuracy (test) | test cases | ms / case (p50) |\n"
-                     "|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+                     "| slice | verifier | cases | errors | AUROC, all cases [95% CI] | balanced accuracy (test) | test cases "
+                     "| ms / case (p50) |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
     return "\n\n".join(parts)
 
 
