@@ -201,8 +201,6 @@ def test_unloadable_models_and_bad_options_are_suite_errors(tmp_path):
     with pytest.raises(SuiteError, match=r"model 'vectara/hallucination_evaluation_model' cannot be loaded \(a hub "
                                          r"name needs the model in the local cache or hub access\)"):
         build("nli", model="vectara/hallucination_evaluation_model", trust_remote_code=True)
-    with pytest.raises(SuiteError, match="option 'model': Field required"):
-        build("nli")
     with pytest.raises(SuiteError, match="pair_template must contain"):
         build("nli", model=str(tmp_path), pair_template="{premise}")
 
@@ -288,31 +286,32 @@ def test_a_pair_template_reads_each_pair_as_one_text(nli_model):
     assert out.score == pytest.approx(plain.score, abs=0.02) and out.score != plain.score
 
 
-def byod_suite(tmp_path: Path, root: Path, model: str, preds: Path):
+def byod_suite(tmp_path: Path, root: Path, preds: Path):
     from verifybench.suite import load_suite
 
     with pytest.MonkeyPatch.context() as mp:  # the environment as it was afterwards, values it had included
-        mp.setenv("VERIFYBENCH_NLI_MODEL", model)
         mp.setenv("VERIFYBENCH_SCORES", str(preds))
         return load_suite(root / "evals/byod-demo.yaml")
 
 
 @pytest.mark.slow
-def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(nli_model, tmp_path, root):
-    """evals/byod-demo.yaml on the demo set: an nli model and a file of logged scores (here: the nli
-    scores of a first run, as a team would log a detector's output) beside rouge and anchors."""
+def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(tmp_path, root, monkeypatch):
+    """evals/byod-demo.yaml on the demo set: the default nli model (the packaged one, no download) and a
+    file of logged scores (here: the nli scores of a first run, as a team would log a detector's output)
+    beside rouge and anchors."""
     from verifybench.rundir import iter_jsonl
 
+    monkeypatch.setenv("VERIFYBENCH_CACHE", str(tmp_path / "cache"))  # the second run reads the first's pairs
     cases = [json.loads(line) for line in (root / "datasets/demo/cases.jsonl").read_text().splitlines()]
     first = parse_suite({"name": "log", "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"),
                                                     "fields": {"split": "split", "doc_type": "doc_type"}},
-                         "verifiers": [{"nli": {"model": nli_model, "cache_dir": str(tmp_path / "c")}}]},
+                         "verifiers": ["nli"]},
                         tmp_path, where=str(tmp_path / "log.yaml"))
     api.run(first, out=tmp_path / "log", progress=False)
     logged = {r["case_id"]: r["score"] for r in iter_jsonl(tmp_path / "log/results.jsonl")}
     preds = write(tmp_path / "logged.csv", "case_id,consistency\n" + "".join(
         f"{c['id']},{100 * (1 - logged[c['id']]):.4f}\n" for c in cases))
-    suite = byod_suite(tmp_path, root, nli_model, preds)
+    suite = byod_suite(tmp_path, root, preds)
     assert [v.id for v in suite.verifiers] == ["rouge", "anchors", "nli", "logged"]
     result = api.run(suite, out=tmp_path / "run", progress=False)
     assert result.errors == 0 and result.new_verdicts == 4 * len(cases)
@@ -344,3 +343,124 @@ def test_a_ray_run_scores_like_the_local_run(nli_model, tmp_path, data_dir):
     got = {r["case_id"]: r["score"] for r in iter_jsonl(tmp_path / "ray/results.jsonl")}
     assert got.keys() == want.keys() and len(got) == 12
     assert max(abs(got[k] - want[k]) for k in want) < 1e-5
+
+
+# ---------- the default: the project's own consistency model, shipped as package data ----------
+
+@pytest.fixture(scope="session")
+def shipped_nli():
+    """`- nli` with no options, as a suite writes it: the packaged model (loaded once for the session)."""
+    v = build("nli", cache_dir=None, embedding_cache_dir=None)
+    v.model.load_weights()
+    return v
+
+
+def test_the_default_model_is_the_packaged_one_applied_as_it_was_trained(shipped_nli):
+    from importlib.resources import files
+
+    folder = Path(str(files("verifybench").joinpath("models", "consistency-minilm")))
+    assert Path(shipped_nli.model.name) == folder
+    declared = json.loads((folder / "verifybench.json").read_text(encoding="utf-8"))["nli"]
+    card = json.loads((folder / "card.json").read_text(encoding="utf-8"))
+    # The windows it was trained and designed with (the card's), filled into the options and the hash.
+    assert declared["window_tokens"] == card["config"]["budget"] == shipped_nli.options.window_tokens
+    assert declared["top_k_windows"] == card["config"]["spec"]["top_k"] == shipped_nli.options.top_k_windows
+    assert shipped_nli.model.max_length == card["config"]["max_length"]
+    assert shipped_nli.labels[shipped_nli.entail_index] == "entailment"
+    assert shipped_nli.config["window_tokens"] == declared["window_tokens"]
+    # What a suite sets wins over what the model declares.
+    mine = build("nli", cache_dir=None, top_k_windows=1, window_tokens=80)
+    assert (mine.options.top_k_windows, mine.options.window_tokens) == (1, 80)
+    assert mine.config_hash != shipped_nli.config_hash
+    # Modes that size their own windows keep their defaults.
+    assert build("nli", aggregate="pair", cache_dir=None).options.window_tokens is None
+
+
+def test_the_default_model_scores_cases_offline(shipped_nli):
+    src = ("The city council met on Tuesday. After a two-hour debate it approved the new budget, which raises "
+           "spending on schools by 4 percent. The mayor said the vote was a relief for parents.")
+    cases = [case("The council approved the budget.", src, "a"), case("Spending on schools rises by 4 percent.", src, "b"),
+             case("The mayor resigned after the vote. The council met on Tuesday.", src, "c")]
+    out = shipped_nli.verify(cases)
+    assert [v.case_id for v in out] == ["a", "b", "c"] and not any(v.error for v in out)
+    assert all(0.0 <= v.score <= 1.0 for v in out)
+    assert all(u.detail["windows_scored"] <= 2 for v in out for u in v.units)
+    assert len(out[2].units) == 2 and out[2].score == pytest.approx(max(u.score for u in out[2].units))
+
+
+def test_a_model_folder_with_bad_declared_defaults_is_a_suite_error(nli_model, tmp_path):
+    folder = tmp_path / "m"
+    shutil.copytree(nli_model, folder)
+    (folder / "verifybench.json").write_text('{"nli": {"top_k_windows": 2, "threshold": 0.5}}', encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"verifybench.json: 'nli' declares \['threshold'\]; a model may set only"):
+        build("nli", model=str(folder))
+    (folder / "verifybench.json").write_text('{"nli": {"top_k_windows": 2}}', encoding="utf-8")
+    assert build("nli", model=str(folder), cache_dir=None).options.top_k_windows == 2
+
+
+def test_the_shipped_model_is_a_standard_sequence_classifier(shipped_nli):
+    """What a user loading the folder with transformers alone gets: two labels, probabilities."""
+    import torch
+
+    model, tok = shipped_nli.model._model, shipped_nli.model.tokenizer
+    assert model.config.id2label == {0: "not_entailment", 1: "entailment"}
+    enc = tok(["The committee approved the budget on Friday."] * 2, ["The budget was approved.", "Nobody voted."],
+              return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        p = torch.softmax(model(**enc).logits.float(), -1)
+    assert p.shape == (2, 2) and torch.allclose(p.sum(-1), torch.ones(2), atol=1e-4)
+
+
+# ---------- runtime: onnx (int8 weights through ONNX Runtime) ----------
+
+def test_the_onnx_runtime_scores_like_torch_and_exports_once(nli_model, tmp_path):
+    pytest.importorskip("onnxruntime")
+    triples = contradictions(n=4)
+    cases = [case(t[1], t[0], f"f{i}") for i, t in enumerate(triples)] + \
+            [case(t[2], t[0], f"h{i}", label=True) for i, t in enumerate(triples)]
+    opts = {"model": nli_model, "cache_dir": None, "window_sentences": 3, "max_length": 96}
+    torch_out = build("nli", **opts).verify(cases)
+    onnx_v = build("nli", **opts, runtime="onnx", onnx_dir=str(tmp_path / "onnx"))
+    onnx_out = onnx_v.verify(cases)
+    assert not any(v.error for v in onnx_out)
+    # int8 weights move probabilities a little (most near 0.5, where the softmax is steepest), never the
+    # verdict structure; a wrong export (inputs swapped, padding attended) moves them by 0.3-0.9.
+    assert [len(v.units) for v in onnx_out] == [len(v.units) for v in torch_out]
+    diff = np.abs(np.array([v.score for v in onnx_out]) - [v.score for v in torch_out])
+    assert np.median(diff) < 0.01 and diff.max() < 0.25
+    assert auroc([c.label for c in cases], [v.score for v in onnx_out]) >= \
+        auroc([c.label for c in cases], [v.score for v in torch_out]) - 1 / 16  # at most one of 16 pairs flips
+    files = list((tmp_path / "onnx").rglob("*.onnx"))
+    assert len(files) == 1 and files[0].name == "model.int8.onnx"
+    # A second verifier (another run) loads the exported file; torch weights are never loaded.
+    stamp = files[0].stat().st_mtime_ns
+    again = build("nli", **opts, runtime="onnx", onnx_dir=str(tmp_path / "onnx"))
+    assert [v.score for v in again.verify(cases)] == pytest.approx([v.score for v in onnx_out], abs=1e-6)
+    assert files[0].stat().st_mtime_ns == stamp and again.model._model is None
+    # The runtime is part of the config and of the pair cache's model identity.
+    assert again.config_hash != build("nli", **opts).config_hash
+    assert again.model.model_id != build("nli", **opts).model.model_id
+    clone = pickle.loads(pickle.dumps(again))
+    assert clone.model._onnx is None
+    assert clone.verify(cases[:1])[0].score == pytest.approx(onnx_out[0].score, abs=1e-6)
+
+
+def test_the_onnx_runtime_needs_its_packages_and_the_transformers_backend(nli_model, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kw):
+        if name == "onnxruntime" or name.startswith("onnxruntime."):
+            raise ImportError("No module named 'onnxruntime'", name="onnxruntime")
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    with pytest.raises(SuiteError, match=r"runtime: onnx needs onnxruntime and onnx \(onnxruntime is not "
+                                         r"installed\); pip install 'verifybench\[onnx\]'"):
+        build("nli", model=nli_model, runtime="onnx", onnx_dir=str(tmp_path))
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    ce = tmp_path / "ce"
+    shutil.copytree(nli_model, ce)
+    with pytest.raises(SuiteError, match=r"verifier 'nli' \(nli\): runtime onnx needs backend: transformers"):
+        build("nli", model=str(ce), backend="cross-encoder", runtime="onnx", onnx_dir=str(tmp_path))

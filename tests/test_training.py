@@ -208,16 +208,86 @@ def test_curriculum_puts_easy_contrasts_and_their_twins_first():
     assert [p.claim for p in ordered] == ["c", "d", "e", "a", "b"]
 
 
-@pytest.mark.skipif(not (MODEL_DIR / "card.json").exists(), reason="no consistency model committed yet")
-def test_shipped_model_loads_as_a_standard_cross_encoder():
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def test_curriculum_keeps_twins_together_and_mixes_real_pairs_into_the_hard_phase():
+    from verifybench.training.pairs import Pair, curriculum_order
 
-    model = AutoModelForSequenceClassification.from_pretrained(MODEL_DIR).eval()
-    tok = AutoTokenizer.from_pretrained(MODEL_DIR)
-    assert model.config.id2label == {0: "not_entailment", 1: "entailment"}
-    enc = tok(["The committee approved the budget on Friday."] * 2, ["The budget was approved.", "Nobody voted."],
-              return_tensors="pt", padding=True)
-    with torch.inference_mode():
-        p = torch.softmax(model(**enc).logits.float(), -1)
-    assert p.shape == (2, 2) and torch.allclose(p.sum(-1), torch.ones(2), atol=1e-4)
+    # Two source sentences of one window: each sentence's twins are grouped on their own.
+    pairs = [Pair("w", "a", 1, "synthetic/fusion", "k", "g1"), Pair("w", "b", 0, "synthetic/outside", "k", "g1"),
+             Pair("w", "c", 1, "synthetic/clause", "k", "g2"), Pair("w", "d", 0, "synthetic/negation", "k", "g2")]
+    pairs += [Pair(f"r{i}", f"x{i}", i % 2, "attributionbench-dev", f"r{i}") for i in range(10)]
+    ordered = curriculum_order(pairs, real_in_hard=0.4, rng=random.Random(0))
+    assert sorted(ordered, key=id) == sorted(pairs, key=id)
+    first = ordered[:2 + 6]  # the easy twins and 6 of the 10 real pairs
+    assert {p.claim for p in first} == {"a", "b"} | {f"x{i}" for i in range(4, 10)}
+    hard = ordered[8:]
+    assert {p.claim for p in hard} == {"c", "d"} | {f"x{i}" for i in range(4)}
+    assert curriculum_order(pairs, 0.4, random.Random(0)) == ordered  # seeded
+
+
+def test_several_pairs_per_window_share_the_parse_and_keep_their_twins(data_dir):
+    mix = DataMix(synthetic_windows=8, pairs_per_window=2, curriculum=True)
+    pairs = build_pairs(data_dir, mix, Windower(words, 60, 1))
+    groups: dict[str, list] = {}
+    for p in pairs:
+        groups.setdefault(p.group, []).append(p)
+    assert len(groups) > 8  # more than one source sentence per window
+    assert all(sorted(x.label for x in g) == [0, 1] and len({x.premise for x in g}) == 1 for g in groups.values())
+
+
+def test_the_timed_schedule_is_linear_on_a_fast_machine_and_ends_at_the_time_cap(monkeypatch):
+    import torch
+
+    from verifybench.training import consistency
+
+    clock = [1000.0]
+    monkeypatch.setattr(consistency.time, "time", lambda: clock[0])
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = consistency.timed_linear(opt, warmup=10, total=110, minutes=10)
+    lrs = []
+    for _ in range(60):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    assert lrs[4] == pytest.approx(0.5) and lrs[9] == pytest.approx(1.0)
+    assert lrs[59] == pytest.approx(0.5)  # step 60 of 110: the step schedule, no time has passed
+    clock[0] += 60 * 7.5  # three quarters of the time cap gone at step 60: time is further along
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
+    clock[0] += 60 * 5
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == 0.0
+
+
+def test_held_out_figures_go_into_the_card_as_the_run_reported_them(root, tmp_path):
+    """`--held-out RUN_DIR`: a suite run's metrics (AUROC, interval, test balanced accuracy at the fitted
+    threshold, per slice) copied into card.json and rendered in README.md; weights and hashes untouched."""
+    from verifybench import api
+    from verifybench.suite import parse_suite
+    from verifybench.training.consistency import main
+
+    suite = parse_suite({"name": "held-demo", "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"),
+                                                          "fields": {"split": "split", "doc_type": "doc_type"}},
+                         "verifiers": ["rouge", "bleu"], "metrics": {"target": "balanced_accuracy"}},
+                        tmp_path, where=str(tmp_path / "held.yaml"))
+    api.run(suite, out=tmp_path / "run", progress=False)
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("card.json", "README.md"):
+        (model / name).write_bytes((MODEL_DIR / name).read_bytes())
+    before = json.loads((model / "card.json").read_text(encoding="utf-8"))
+    main(["--held-out", str(tmp_path / "run"), "--out", str(model)])
+    card = json.loads((model / "card.json").read_text(encoding="utf-8"))
+    metrics = json.loads((tmp_path / "run/metrics.json").read_text(encoding="utf-8"))
+    got = card["held_out"]["held-demo"]["verifiers"]
+    assert set(got) == {"rouge", "bleu"} and card["files"] == before["files"]
+    for vid in got:
+        m = metrics["verifiers"][vid]["overall"]
+        assert got[vid]["all"]["auroc"] == pytest.approx(m["auroc"], abs=1e-4)
+        assert got[vid]["all"]["balanced_accuracy_test"] == pytest.approx(m["test"]["balanced_accuracy"], abs=1e-4)
+        assert set(got[vid]) == {"all", *metrics["verifiers"][vid]["slices"]}
+    readme = (model / "README.md").read_text(encoding="utf-8")
+    row = f"| all | rouge | {got['rouge']['all']['n']} | 0 | {got['rouge']['all']['auroc']}"
+    assert "### held-demo" in readme and row in readme
+    assert card["files"]["model.safetensors"] in readme

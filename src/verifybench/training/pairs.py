@@ -52,6 +52,7 @@ class Pair:
     label: int  # 1 = the premise supports the claim (entailment), 0 = it does not
     kind: str   # which generator or data set made it
     key: str    # the source it came from: `doc_key` of a HaluEval document or knowledge, a case id
+    group: str = ""  # a synthetic pair's twin group (same window and source sentence): positive and negative
 
 
 def doc_key(text: str) -> str:
@@ -70,6 +71,8 @@ class DataMix:
     attributionbench_dev: int = 0
     negative_kinds: tuple[str, ...] = perturb.NEGATIVE_KINDS
     curriculum: bool = False  # easy contrasts first (see `curriculum_order`)
+    pairs_per_window: int = 1  # source sentences drawn per synthetic window, each giving a positive and a negative
+    real_in_hard: float = 0.0  # (curriculum) share of the real pairs kept back and mixed into the minimal-pair phase
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -162,22 +165,26 @@ def synthetic_pairs(docs: list[tuple[str, str]], n_windows: int, windower: Windo
         sents = [s for s in doc.sents if len(s) >= 6]
         if not sents:
             continue
-        sent = rng.choice(sents)
-        made = perturb.positive(sent, list(doc.sents), rng)
-        if made is None:
-            continue
-        pos_kind, pos_text = made
-        # Foreign sentences: from this document outside the window (hard) or from another document.
-        outside = [w for k, w in enumerate(wins) if abs(k - j) > 1]
-        _, other_wins, _ = chosen[rng.randrange(len(chosen))]
-        foreign_src = rng.choice(outside) if outside and rng.random() < 0.5 else rng.choice(other_wins)
-        foreign = [s.text for s in sentences(foreign_src) if len(s.text.split()) >= 5]
-        neg = perturb.negative(pos_text, doc, pool, foreign, rng, mix.negative_kinds)
-        if neg is None:
-            continue
-        premise = wins[j]
-        out.append(Pair(premise, pos_text, 1, f"synthetic/{pos_kind}", key))
-        out.append(Pair(premise, neg[1], 0, f"synthetic/{neg[0]}", key))
+        # One sentence per window (v1) or several: the window's parse is the costly part, so more
+        # sentences per window are more pairs for the same building time.
+        picked = [rng.choice(sents)] if mix.pairs_per_window == 1 else rng.sample(sents, min(mix.pairs_per_window, len(sents)))
+        for sent in picked:
+            made = perturb.positive(sent, list(doc.sents), rng)
+            if made is None:
+                continue
+            pos_kind, pos_text = made
+            # Foreign sentences: from this document outside the window (hard) or from another document.
+            outside = [w for k, w in enumerate(wins) if abs(k - j) > 1]
+            _, other_wins, _ = chosen[rng.randrange(len(chosen))]
+            foreign_src = rng.choice(outside) if outside and rng.random() < 0.5 else rng.choice(other_wins)
+            foreign = [s.text for s in sentences(foreign_src) if len(s.text.split()) >= 5]
+            neg = perturb.negative(pos_text, doc, pool, foreign, rng, mix.negative_kinds)
+            if neg is None:
+                continue
+            premise = wins[j]
+            group = "" if mix.pairs_per_window == 1 else f"{key}:{j}:{sent.start}"
+            out.append(Pair(premise, pos_text, 1, f"synthetic/{pos_kind}", key, group))
+            out.append(Pair(premise, neg[1], 0, f"synthetic/{neg[0]}", key, group))
     return out
 
 
@@ -244,18 +251,25 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
         rng.shuffle(picked)
         pairs += attribution_pairs(picked[:mix.attributionbench_dev], windower)
     rng.shuffle(pairs)
-    return curriculum_order(pairs) if mix.curriculum else pairs
+    return curriculum_order(pairs, mix.real_in_hard, random.Random(mix.seed + 1)) if mix.curriculum else pairs
 
 
 EASY_NEGATIVES = ("synthetic/outside", "synthetic/insertion")
 
 
-def curriculum_order(pairs: list[Pair]) -> list[Pair]:
-    """Easy contrasts first: the real pairs, and the synthetic windows whose negative is a sentence or
-    clause from elsewhere (with their faithful twin); then the one-fact minimal pairs. A minimal pair's
-    two claims are nearly the same input with opposite labels, so before the model can see the changed
-    fact their gradients cancel (probes 1-7: the loss stayed at chance)."""
-    easy_windows = {p.premise for p in pairs if p.kind in EASY_NEGATIVES}
-    first = [p for p in pairs if not p.kind.startswith("synthetic/") or p.premise in easy_windows]
+def curriculum_order(pairs: list[Pair], real_in_hard: float = 0.0, rng: random.Random | None = None) -> list[Pair]:
+    """Easy contrasts first: the real pairs, and the synthetic twins whose negative is a sentence or
+    clause from elsewhere; then the one-fact minimal pairs. A minimal pair's two claims are nearly the
+    same input with opposite labels, so before the model can see the changed fact their gradients
+    cancel (probes 1-7: the loss stayed at chance). With `real_in_hard`, that share of the real pairs
+    is kept back from the first phase and shuffled into the second, so the last steps still see real
+    hallucinations (probe 12 lost HaluEval's style signal by ending on minimal pairs only)."""
+    easy = {(p.premise, p.group) for p in pairs if p.kind in EASY_NEGATIVES}
+    real = [p for p in pairs if not p.kind.startswith("synthetic/")]
+    held = {id(p) for p in real[:round(real_in_hard * len(real))]}  # `pairs` is already shuffled
+    first = [p for p in pairs if id(p) not in held and (not p.kind.startswith("synthetic/") or (p.premise, p.group) in easy)]
     keep = {id(p) for p in first}
-    return first + [p for p in pairs if id(p) not in keep]
+    rest = [p for p in pairs if id(p) not in keep]
+    if held:
+        (rng or random.Random(0)).shuffle(rest)
+    return first + rest

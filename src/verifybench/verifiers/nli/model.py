@@ -90,8 +90,10 @@ class PairModel:
 
     def __init__(self, name: str, backend: str = "auto", revision: str | None = None, tokenizer: str | None = None,
                  template: str | None = None, trust_remote_code: bool = False, max_length: int | None = None,
-                 device: str = "auto", batch_size: int = 16):
+                 device: str = "auto", batch_size: int = 16, runtime: str = "torch", onnx_dir: str | None = None):
         self.name = name
+        self.runtime = runtime
+        self.onnx_dir = onnx_dir
         self.backend = backend
         self.revision = revision
         self.tokenizer_name = tokenizer
@@ -103,6 +105,7 @@ class PairModel:
         self._model = None
         self._tok = None
         self._ce = None
+        self._onnx = None
         self._max_length: int | None = None
         self._overhead: int | None = None
 
@@ -136,8 +139,11 @@ class PairModel:
     @property
     def model_id(self) -> str:
         """Everything that changes the logits of a pair; the cache is keyed by it."""
-        return "|".join(map(str, (self.resolved_backend(), fingerprint(self.name, self.revision), self.tokenizer_name,
-                                  self.template, self.max_length)))
+        parts = [self.resolved_backend(), fingerprint(self.name, self.revision), self.tokenizer_name, self.template,
+                 self.max_length]
+        if self.runtime != "torch":
+            parts.append(self.runtime)  # int8 logits differ slightly: cached apart from the torch ones
+        return "|".join(map(str, parts))
 
     # -- loading --------------------------------------------------------------------------------------
     def _device(self) -> str:
@@ -183,9 +189,12 @@ class PairModel:
             self._overhead = self._tok.num_special_tokens_to_add(pair=True)
 
     def load_weights(self) -> None:
-        if self._model is not None or self._ce is not None:
+        if self._model is not None or self._ce is not None or self._onnx is not None:
             return
         kw = {"trust_remote_code": self.trust_remote_code, "revision": self.revision}
+        if self.runtime == "onnx":
+            self._load_onnx(kw)
+            return
         if self.resolved_backend() == "cross-encoder":
             from sentence_transformers import CrossEncoder
 
@@ -198,6 +207,23 @@ class PairModel:
 
             self._model = AutoModelForSequenceClassification.from_pretrained(self._path(), **kw)
             self._model.to(self._device()).eval()
+
+    def _load_onnx(self, kw: dict) -> None:
+        """The int8 ONNX file of these weights (exported and quantized on first use, then cached)."""
+        import tempfile
+
+        import torch
+        from transformers import AutoModelForSequenceClassification
+
+        from verifybench.verifiers.nli.onnx import OnnxSession, export_int8, onnx_path
+
+        self.load()
+        target = onnx_path(self.model_id, self.onnx_dir or tempfile.mkdtemp(prefix="verifybench-onnx-"))
+        if not target.exists():
+            # Eager attention: its mask arithmetic traces into the graph as it is (the fused path may not).
+            model = AutoModelForSequenceClassification.from_pretrained(self._path(), attn_implementation="eager", **kw)
+            export_int8(model, list(self._tok.model_input_names), target)
+        self._onnx = OnnxSession(target, torch.get_num_threads())
 
     @property
     def tokenizer(self):
@@ -287,6 +313,8 @@ class PairModel:
         return self._forward(features, order), truncated
 
     def _forward(self, features: list[dict], order: np.ndarray) -> np.ndarray:
+        if self._onnx is not None:
+            return self._forward_onnx(features, order)
         import torch
 
         out = None
@@ -302,8 +330,22 @@ class PairModel:
                 out[idx] = logits
         return out
 
+    def _forward_onnx(self, features: list[dict], order: np.ndarray) -> np.ndarray:
+        """One pair a call. Dynamic int8 quantizes activations with a scale taken from the whole input
+        tensor, so in a batch a pair's score would depend on the pairs beside it (and on the cache, the
+        batch size, the executor); alone, it depends on the pair only. Unpadded single pairs also cost
+        no padding, and a call's overhead is small beside a pair's matrix work."""
+        out = None
+        for i in order:
+            logits = self._onnx({k: np.asarray(v, dtype=np.int64)[None, :] for k, v in features[i].items()})
+            if out is None:
+                out = np.empty((len(order), logits.shape[1]), dtype=np.float32)
+            out[i] = logits[0]
+        return out
+
     def __getstate__(self):
-        return {**self.__dict__, "_model": None, "_tok": None, "_ce": None, "_max_length": None, "_overhead": None}
+        return {**self.__dict__, "_model": None, "_tok": None, "_ce": None, "_onnx": None, "_max_length": None,
+                "_overhead": None}
 
 
 class PairCache:

@@ -36,12 +36,46 @@ from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probabi
 from verifybench.verifiers.nli.windows import Piece, Window, cut_pieces, pack_windows
 
 MEMO_ITEMS = 4096  # sources whose sentences, token counts and windows are kept between batches
+# Models that ship inside the package (package data), by name: the default needs no download.
+BUILTIN_MODELS = {"consistency-minilm": ("models", "consistency-minilm")}
+DEFAULT_MODEL = "consistency-minilm"
+# A model folder may say how it was trained to be applied: options it sets when the suite leaves them out.
+MODEL_DEFAULTS_FILE = "verifybench.json"
+MODEL_DEFAULT_KEYS = ("entail_label", "window_tokens", "window_overlap", "top_k_windows", "claim_reduce", "hypothesis")
+
+
+def resolve_model(name: str) -> str:
+    """A built-in model's folder inside the installed package (importlib.resources); any other name as given."""
+    if name in BUILTIN_MODELS:
+        from importlib.resources import files
+
+        return str(files("verifybench").joinpath(*BUILTIN_MODELS[name]))
+    return name
+
+
+def model_defaults(path: str) -> dict:
+    """The `nli` options a local model folder declares in verifybench.json ({} for a hub name or none)."""
+    import json
+    from pathlib import Path
+
+    f = Path(path).expanduser() / MODEL_DEFAULTS_FILE
+    if not f.is_file():
+        return {}
+    try:
+        declared = json.loads(f.read_text(encoding="utf-8")).get("nli", {})
+    except (ValueError, AttributeError) as e:
+        raise SuiteError(f"{f}: not a JSON object with an 'nli' object of option defaults ({e})") from None
+    unknown = sorted(set(declared) - set(MODEL_DEFAULT_KEYS))
+    if unknown:
+        raise SuiteError(f"{f}: 'nli' declares {unknown}; a model may set only {list(MODEL_DEFAULT_KEYS)}")
+    return declared
 
 
 class NLIOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(..., description="a Hugging Face hub name or a local folder")
+    model: str = Field(DEFAULT_MODEL, description="a built-in model name (consistency-minilm: the project's own, "
+                       "shipped with the package), a local folder, or a Hugging Face hub name")
     backend: Literal["auto", "transformers", "cross-encoder"] = Field(
         "auto", description="auto: cross-encoder for a sentence-transformers CrossEncoder folder, else transformers")
     revision: str | None = Field(None, description="a hub revision (branch, tag or commit)")
@@ -52,6 +86,10 @@ class NLIOptions(BaseModel):
     entail_label: str | int | None = Field(None, description="the label (name or index) meaning 'supported'; "
                                            "default: a label named entailment/supported/consistent")
     max_length: int | None = Field(None, ge=16, description="tokens the model reads; default: the model's own limit")
+    runtime: Literal["torch", "onnx"] = Field("torch", description="onnx: int8 weights run by ONNX Runtime "
+                                             "(exported from the model on first use; the onnx extra)")
+    onnx_dir: str | None = operational(default_factory=lambda: default_cache("onnx"),
+                                       description="(runtime onnx) where the exported model is kept")
     batch_size: int = operational(16, ge=1)
     device: str = operational("auto", description="auto (cuda when available), cpu, cuda, cuda:1, mps")
     aggregate: Literal["summac", "minicheck", "pair"] = "summac"
@@ -110,14 +148,36 @@ class NLIVerifier(Verifier):
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
+        path = resolve_model(self.options.model)
+        self._apply_model_defaults(path)
         o = self.options
-        self.model = PairModel(o.model, o.backend, o.revision, o.tokenizer, o.pair_template, o.trust_remote_code,
-                               o.max_length, o.device, o.batch_size)
+        self.model = PairModel(path, o.backend, o.revision, o.tokenizer, o.pair_template, o.trust_remote_code,
+                               o.max_length, o.device, o.batch_size, o.runtime, o.onnx_dir)
+        if o.runtime == "onnx":
+            # Missing packages or a backend ONNX cannot run are suite errors before any case.
+            from verifybench.verifiers.nli.onnx import require_onnx
+
+            require_onnx()
+            if self.model.resolved_backend() != "transformers":
+                raise SuiteError(f"verifier {self.id!r} (nli): runtime onnx needs backend: transformers")
         # The config only (a small JSON file, no weights): a wrong label is a suite error before any case.
         self.labels = self.model.labels()
         self.entail_index = resolve_entail_label(self.labels, o.entail_label, f"verifier {self.id!r} (nli)")
         self._memo: dict[tuple, object] = {}
         self._cached_share = 0.0
+
+    def _apply_model_defaults(self, path: str) -> None:
+        """Options the model folder declares (how it was trained: entailment label, window budget, top-k)
+        fill the ones the suite left out; the options then show (and hash) what is really used."""
+        declared = model_defaults(path)
+        o = self.options
+        if o.aggregate != "summac":
+            # The declared windowing is for sentence-level scoring; minicheck and pair size their own.
+            declared = {k: v for k, v in declared.items() if k in ("entail_label", "window_overlap")
+                        or (k == "top_k_windows" and o.aggregate == "minicheck")}
+        fill = {k: v for k, v in declared.items() if k not in o.model_fields_set}
+        if fill:
+            self.options = self.Options(**{**o.model_dump(exclude_unset=True), **fill})
 
     @property
     def cache(self) -> PairCache:
