@@ -6,6 +6,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# Read by Ray when it is first imported, whichever test imports it first (test_nli's Ray run comes before
+# test_ray): every node binds to 127.0.0.1, never the machine's network interface, and nothing goes to
+# Ray's usage statistics. For the whole test process, like the two above.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

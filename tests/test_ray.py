@@ -29,12 +29,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_environment(root):
-    """Read by Ray when it starts: every node binds to 127.0.0.1 (never the machine's network interface),
-    nothing is reported to Ray's usage statistics, and worker processes import the test verifiers
-    (tests/helpers) by module path. Restored after this module, so no other test runs under them."""
+    """Worker processes import the test verifiers (tests/helpers) by module path; restored after this
+    module. (Loopback binding and no usage statistics: conftest.py, before anything imports Ray.)"""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
         mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(root / "tests"), os.environ.get("PYTHONPATH")) if p))
         yield
 
