@@ -55,3 +55,20 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def fake():
+    """Real OpenAI-format HTTP servers on 127.0.0.1 (`helpers.fake_llm.FakeLLM`), each following its script;
+    `fake(script, **options)` starts one, and all are closed after the test."""
+    from helpers.fake_llm import FakeLLM
+
+    servers = []
+
+    def make(script, **kw):
+        s = FakeLLM(script, **kw)
+        servers.append(s)
+        return s
+    yield make
+    for s in servers:
+        s.close()

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from helpers.fake_llm import Echo, FakeLLM, Raw
+from helpers.fake_llm import Echo, Raw
 from verifybench import api
 from verifybench.cases import Case
 from verifybench.suite import parse_suite
@@ -84,19 +84,6 @@ def test_prose_verdicts_point_at_the_sentence(root):
 
 
 # --- the LLM extractor over HTTP ---------------------------------------------------------------------------
-
-@pytest.fixture
-def fake():
-    servers = []
-
-    def make(script, **kw):
-        s = FakeLLM(script, **kw)
-        servers.append(s)
-        return s
-    yield make
-    for s in servers:
-        s.close()
-
 
 def llm_options(server, **kw) -> dict:
     """The verifier's `llm:` options for a server on 127.0.0.1, with retry waits short enough for a test."""

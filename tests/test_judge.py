@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from helpers.fake_llm import FakeLLM
 from verifybench import api
 from verifybench.cases import Case, Source
 from verifybench.suite import parse_suite
@@ -18,19 +17,6 @@ SECRET = "sk-test-THIS-MUST-NOT-LEAK-0123456789"
 def case(cid="c", response="The plan costs $45.", doc_type="support_answer"):
     return Case(id=cid, dataset="t", doc_type=doc_type, question="How much is it?", response=response, label=True,
                 sources=[Source(id="s", text="The plan costs $29 per month.")])
-
-
-@pytest.fixture
-def fake():
-    servers = []
-
-    def make(script, **kw):
-        s = FakeLLM(script, **kw)
-        servers.append(s)
-        return s
-    yield make
-    for s in servers:
-        s.close()
 
 
 def judge(server, tmp_path, **kw):

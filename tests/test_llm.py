@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from helpers.fake_llm import Drop, Echo, FakeLLM, Raw, Stall
+from helpers.fake_llm import Drop, Echo, Raw, Stall
 from verifybench import api
 from verifybench.cases import Case, Source
 from verifybench.suite import parse_suite
@@ -33,19 +33,6 @@ from verifybench.verifiers.llm import (
 from verifybench.verifiers.llm.scrub import register_secret
 
 MESSAGES = [{"role": "user", "content": "Say hi as JSON."}]
-
-
-@pytest.fixture
-def fake():
-    servers = []
-
-    def make(script, **kw):
-        s = FakeLLM(script, **kw)
-        servers.append(s)
-        return s
-    yield make
-    for s in servers:
-        s.close()
 
 
 class Sleeps(list):

@@ -30,7 +30,7 @@ from verifybench.metrics.settings import Settings
 from verifybench.metrics.spans import SpanSet, case_counts, fit_unit_threshold, overlap_labels, span_metrics
 from verifybench.metrics.summary import jsonable
 from verifybench.metrics.thresholds import split_roles
-from verifybench.rundir import CASES, RESULTS
+from verifybench.rundir import CASES, RESULTS, iter_lines
 
 NOT_FOUND, AMBIGUOUS = "spans_not_found", "spans_ambiguous"
 
@@ -40,18 +40,6 @@ def _slice_key(case: dict, by: str) -> str:
         return str((case.get("meta") or {}).get(by[5:], "none"))
     value = case.get(by)
     return "none" if value is None else str(value)
-
-
-def _lines(path: Path):
-    """Complete lines of a JSONL file as bytes (a line cut short by a killed writer is not read)."""
-    if not path.exists():
-        return
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                return
-            if raw.strip():
-                yield raw
 
 
 class CaseTable:
@@ -80,9 +68,9 @@ class CaseTable:
     def read(cls, run_dir: Path, s: Settings) -> CaseTable | None:
         """The table, or None when no case has gold spans or a group (then there is nothing to measure)."""
         # Streamed twice rather than held: a million cases without spans must not cost their bytes.
-        if not any(b'"spans' in r or b'"group"' in r for r in _lines(run_dir / CASES)):  # "spans_not_found"...
+        if not any(b'"spans' in r or b'"group"' in r for r in iter_lines(run_dir / CASES)):  # "spans_not_found"...
             return None
-        return cls([json.loads(r) for r in _lines(run_dir / CASES)], s)
+        return cls([json.loads(r) for r in iter_lines(run_dir / CASES)], s)
 
     def evaluable(self) -> np.ndarray:
         """Cases a span metric can use: faithful ones, and hallucinated ones with complete located gold."""
@@ -97,7 +85,7 @@ def read_verdict_parts(run_dir: Path, want_units: np.ndarray | None, n: int, pos
     scores: dict[str, np.ndarray] = {}
     errors: dict[str, np.ndarray] = {}
     units: dict[str, dict[int, list]] = defaultdict(dict)
-    for raw in _lines(run_dir / RESULTS):
+    for raw in iter_lines(run_dir / RESULTS):
         v = json.loads(raw)
         i = pos.get(v.get("case_id"))
         if i is None:
@@ -238,7 +226,7 @@ def _table_pairs(cases, scored, s: Settings):
 def _scan(path: Path) -> tuple[bool, bool]:
     """(some case has gold spans or span notes, some case has a group), in one streamed pass."""
     spans = grouped = False
-    for r in _lines(path):
+    for r in iter_lines(path):
         spans = spans or b'"spans' in r  # "spans", "spans_not_found", ...
         grouped = grouped or b'"group"' in r
         if spans and grouped:

@@ -90,8 +90,9 @@ def read_json(path: Path) -> Any:
         raise RunDirError(f"{path}: not found; is {path.parent} a verifybench run directory?") from None
 
 
-def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Complete lines only: a line cut short by a killed run is ignored (its batch is re-run)."""
+def iter_lines(path: Path) -> Iterator[bytes]:
+    """The complete, non-blank lines of a JSONL file as bytes: a line cut short by a killed run is ignored
+    (its batch is re-run)."""
     if not path.exists():
         return
     with open(path, "rb") as f:
@@ -99,7 +100,13 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not raw.endswith(b"\n"):
                 return
             if raw.strip():
-                yield json.loads(raw)
+                yield raw
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Complete lines only, parsed (see `iter_lines`)."""
+    for raw in iter_lines(path):
+        yield json.loads(raw)
 
 
 def repair_tail(path: Path) -> int:
