@@ -450,16 +450,17 @@ def test_the_onnx_runtime_needs_its_packages_and_the_transformers_backend(nli_mo
 
     real_import = builtins.__import__
 
-    def no_onnxruntime(name, *args, **kw):
-        if name == "onnxruntime" or name.startswith("onnxruntime."):
-            raise ImportError("No module named 'onnxruntime'", name="onnxruntime")
-        return real_import(name, *args, **kw)
+    for missing in ("onnxruntime", "ml_dtypes"):  # ml_dtypes: onnxruntime's quantization needs it, undeclared
+        def without(name, *args, missing=missing, **kw):
+            if name == missing or name.startswith(missing + "."):
+                raise ImportError(f"No module named {missing!r}", name=missing)
+            return real_import(name, *args, **kw)
 
-    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
-    with pytest.raises(SuiteError, match=r"runtime: onnx needs onnxruntime and onnx \(onnxruntime is not "
-                                         r"installed\); pip install 'verifybench\[onnx\]'"):
-        build("nli", model=nli_model, runtime="onnx", onnx_dir=str(tmp_path))
-    monkeypatch.setattr(builtins, "__import__", real_import)
+        monkeypatch.setattr(builtins, "__import__", without)
+        with pytest.raises(SuiteError, match=rf"runtime: onnx needs onnxruntime, onnx and ml_dtypes \({missing} is not "
+                                             r"installed\); pip install 'verifybench\[onnx\]'"):
+            build("nli", model=nli_model, runtime="onnx", onnx_dir=str(tmp_path))
+        monkeypatch.setattr(builtins, "__import__", real_import)
     ce = tmp_path / "ce"
     shutil.copytree(nli_model, ce)
     with pytest.raises(SuiteError, match=r"verifier 'nli' \(nli\): runtime onnx needs backend: transformers"):

@@ -6,7 +6,7 @@ activations quantized per batch at run time; the matrix multiplications only, pe
 the project's model the default per-tensor scheme, embeddings included, moved probabilities by up to
 0.56, per-channel MatMul-only by 0.06). It is written under `onnx_dir`, keyed by the weights'
 fingerprint and the export settings, whole or not at all (write, then rename), so later runs and other
-processes load it directly. Needs the `onnx` extra (onnxruntime, onnx).
+processes load it directly. Needs the `onnx` extra (onnxruntime, onnx, ml_dtypes).
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ QUANT = "int8-dynamic-matmul-per-channel"
 
 def require_onnx():
     try:
+        import ml_dtypes  # noqa: F401  (onnxruntime's quantization imports it without declaring it)
         import onnx  # noqa: F401  (quantize_dynamic reads and writes the graph with it)
         import onnxruntime
     except ImportError as e:
-        raise SuiteError(f"runtime: onnx needs onnxruntime and onnx ({e.name} is not installed); "
+        raise SuiteError(f"runtime: onnx needs onnxruntime, onnx and ml_dtypes ({e.name} is not installed); "
                          "pip install 'verifybench[onnx]'") from None
     return onnxruntime
 
