@@ -451,3 +451,18 @@ def test_resume_with_verifier_objects_by_id(small, tmp_path):
     resumed = api.resume(tmp_path / "run", progress=False, verifiers=[Local()])
     assert resumed.new_verdicts == missing and resumed.status == "complete"
     pd.testing.assert_series_equal(resumed.verdicts.set_index(["verifier", "case_id"])["score"].sort_index(), before)
+
+
+def test_a_60_case_team_without_enough_labels_is_told_how_to_get_a_threshold(tmp_path):
+    """60 cases under the default minimum (30 of each class on the calibration split): no threshold, and
+    the warning says what to do about it; with `min_per_class` lowered the same cases get one."""
+    rows = [{"id": f"t{i}", "response": "The plan costs $29." if i % 2 == 0 else "The plan costs $49.",
+             "sources": ["The Pro plan costs $29 per month."], "label": i % 2} for i in range(60)]
+    run = verifybench.run(cases=rows, verifiers=["rouge"], out=tmp_path / "default")
+    t = run.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]
+    assert t["value"] is None and "set `metrics: {min_per_class: N}`" in t["warning"]
+    lowered = verifybench.run(cases=rows, verifiers=["rouge"], metrics={"min_per_class": 10}, out=tmp_path / "ten")
+    assert lowered.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]["value"] is not None
+    # The operating-points plot (test F1 against latency) only where some verifier has a test F1.
+    assert 'alt="operating points' not in Path(run.report_path).read_text(encoding="utf-8")
+    assert 'alt="operating points' in Path(lowered.report_path).read_text(encoding="utf-8")

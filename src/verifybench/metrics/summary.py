@@ -295,6 +295,9 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
         if min(n_pos, n_neg) < s.min_per_class:
             t["warning"] = (f"too few cases to fit a threshold: the calibration split has {n_pos} hallucinated and "
                             f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)")
+            if key == OVERALL:  # nothing to fall back to: say how to get one
+                t["warning"] += ("; label more cases, or set `metrics: {min_per_class: N}` to fit one on fewer "
+                                 "(a noisier threshold: see its interval)")
             if parent is not None and parent.get("value") is not None:
                 t.update(value=parent["value"], kind="fallback", fallback_from=OVERALL,
                          source=f"fallback: the {OVERALL!r} threshold ({parent['source']})",

@@ -128,9 +128,12 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
                  for item in worst.get(vid, [])]
         sections.append({"id": vid, "anchor": f"v-{n}", "m": m, "plots": plots, "sliders": keys,
                          "cases": cases, "unit_threshold": unit_threshold})
+    # The operating-points plot only when some verifier has a test F1 (a threshold); an empty frame says nothing.
+    points = metrics.get("operating_points") or []
+    drawable = any(p.get("f1") is not None and p.get("p95_ms") is not None for p in points)
     html = _env().get_template("report.html.j2").render(
         manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes),
-        operating=operating_svg(metrics.get("operating_points") or []) if metrics.get("operating_points") else None,
+        operating=operating_svg(points) if drawable else None,
         shortcut_warnings=[(k, w) for k, r in (metrics.get("shortcuts") or {}).items() for w in r["warnings"]],
         input_errors=[e for e in errors if e.get("kind") == "input"],
         verdict_errors=[e for e in errors if e.get("kind") == "verdict"],
