@@ -224,7 +224,9 @@ batch_size: {batch_size}
 def refused_by(out: subprocess.CompletedProcess, holder: subprocess.Popen, run_dir: Path) -> None:
     assert out.returncode == 2, out.stderr
     assert f"{run_dir} is being written by another process (pid {holder.pid} on host {socket.gethostname()}" in out.stderr
-    assert "--resume" not in out.stderr  # resuming a run that another process writes would write twice
+    # No advice to resume a run another process writes (that would write twice); the holder's own command
+    # line, quoted in the message, may itself be a `--resume`.
+    assert "resume it with" not in out.stderr
     assert "Traceback" not in out.stderr
 
 
@@ -236,6 +238,40 @@ def test_two_writers_started_together_one_is_refused(tmp_path, root):
     try:
         # The loser exits on its own; the winner waits for the release file.
         deadline = time.time() + 120
+        while time.time() < deadline and all(p.poll() is None for p in procs):
+            time.sleep(0.05)
+        loser = next(p for p in procs if p.poll() is not None)
+        winner = next(p for p in procs if p is not loser)
+        refused_by(subprocess.CompletedProcess(loser.args, loser.returncode, "", loser.stderr.read()), winner, run_dir)
+        write(tmp_path / "release", "")
+        assert winner.wait(timeout=120) == 0, winner.stderr.read()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    keys = Counter((r["verifier"], r["case_id"]) for r in verdicts(run_dir))
+    assert len(keys) == 60 and max(keys.values()) == 1
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_two_resumes_started_together_one_is_refused(tmp_path, root):
+    """A run killed part-way, then `--resume` twice at once: one resumes, the other exits 2 naming it, and
+    every (verifier, case) is written once."""
+    suite, run_dir, env = held_suite_file(tmp_path), tmp_path / "run", cli_env(root)
+    first = subprocess.Popen([*CLI, "run", str(suite), "--out", str(run_dir), "-q"], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for_verdicts(first, run_dir)
+    finally:
+        first.kill()
+        first.wait()
+    before = len(verdicts(run_dir))
+    assert 0 < before < 60
+    procs = [subprocess.Popen([*CLI, "run", "--resume", str(run_dir), "-q"], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    try:
+        deadline = time.time() + 120  # the winner holds the lock until the release file appears
         while time.time() < deadline and all(p.poll() is None for p in procs):
             time.sleep(0.05)
         loser = next(p for p in procs if p.poll() is not None)
