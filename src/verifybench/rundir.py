@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -536,6 +537,12 @@ class RunLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _read_holder(fd)
+                # The holder writes its name just after taking the lock: a refusal in between would name
+                # "pid ? on host ?", so wait a moment for it.
+                deadline = time.monotonic() + 2.0
+                while (not holder or holder.get("unreadable")) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    holder = _read_holder(fd)
                 os.close(fd)
                 raise RunLocked(
                     f"{self.run_dir} is being written by another process ({_holder_text(holder)}); "
