@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from verifybench.loaders import halueval
-from verifybench.runner import batched
+from verifybench.pipeline.runner import batched
 from verifybench.suite import find_data_dir
 from verifybench.verifiers import build
 from verifybench.verifiers.anchors.text import chunks, claims_from_doc, english_pipeline

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from verifybench.loaders.bipia import bipia
-from verifybench.runner import batched
+from verifybench.pipeline.runner import batched
 from verifybench.suite import find_data_dir
 from verifybench.verifiers import build
 from verifybench.verifiers.decision.features import windows

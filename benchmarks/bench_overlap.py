@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from verifybench.loaders import iter_cases
-from verifybench.runner import Runner, batched
+from verifybench.pipeline.runner import Runner, batched
 from verifybench.suite import find_data_dir, parse_suite
 from verifybench.verifiers import build
 

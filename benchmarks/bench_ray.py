@@ -31,8 +31,8 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # every node on
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from verifybench.executors.ray import RayExecutor  # noqa: E402
+from verifybench.pipeline.runner import Runner  # noqa: E402
 from verifybench.rundir import iter_jsonl  # noqa: E402
-from verifybench.runner import Runner  # noqa: E402
 from verifybench.suite import find_data_dir, parse_suite  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

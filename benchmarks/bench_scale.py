@@ -12,7 +12,7 @@ checkout's src), in a fresh process each, in this order:
 - run: `api.run` (what `verifybench run SUITE --out R -q` calls): scoring, then metrics and the report
   in the same process. Reported twice: `scoring` (wall time and peak RSS when the runner returns,
   measured inside the process) and `run` (the whole process);
-- metrics: `api.metrics_for(R)`: read the run back and compute the metrics;
+- metrics: `evaluation.reading.metrics_for(R)`: read the run back and compute the metrics;
 - report: `verifybench report R` alone (metrics, shortcut check, the report);
 - baseline: `verifybench baseline R --out W/baseline-LABEL.json`;
 - gate: `verifybench gate R --baseline W/baseline-LABEL.json` (the run against its own baseline).
@@ -135,22 +135,23 @@ def child(phase: str, args: list[str]) -> None:
     if phase == "run":
         suite, run_dir, out = args
         from verifybench import api
+        from verifybench.runs import start
 
         t0 = time.perf_counter()
         marks: dict[str, float] = {}
-        real_finish = api.finish
+        real_report = start.report
 
-        def finish(*a, **k):
+        def report(*a, **k):
             marks["scoring_s"], marks["scoring_mb"] = time.perf_counter() - t0, _rss_mb()
-            return real_finish(*a, **k)
+            return real_report(*a, **k)
 
-        api.finish = finish
+        start.report = report  # the run's last step: the time and memory of scoring alone are read here
         api.run(suite, out=run_dir, progress=False)
         Path(out).write_text(json.dumps(marks))
     elif phase == "metrics":
-        from verifybench import api
+        from verifybench.evaluation.reading import metrics_for
 
-        api.metrics_for(args[0])
+        metrics_for(args[0])
     elif phase == "cli":
         from verifybench.cli import app
 

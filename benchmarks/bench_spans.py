@@ -131,7 +131,7 @@ def main() -> None:
           f"one thread {c - b:.3f} s | ratio {(b - a) / (c - b):.1f}x |")
 
     if args.read:
-        from verifybench import localization
+        from verifybench.evaluation import spans_pairs as localization
         from verifybench.metrics import Settings
 
         with tempfile.TemporaryDirectory() as tmp:

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from verifybench import api
 from verifybench.cli import app
 from verifybench.errors import VerifybenchError
-from verifybench.gate import GateRefused
+from verifybench.gating.gate import GateRefused
 from verifybench.rundir import RunDirError, iter_jsonl
 
 SUITE = """
@@ -214,7 +214,7 @@ def test_duplicated_verdicts_are_refused_by_report_baseline_and_gate(tmp, again,
     doubled = copy_run(again, tmp / "doubled")
     results = doubled / "results.jsonl"
     results.write_text(results.read_text() * 2)
-    for call in (lambda: api.finish(doubled), lambda: api.baseline(doubled, out=tmp / "never.json"),
+    for call in (lambda: api.report(doubled), lambda: api.baseline(doubled, out=tmp / "never.json"),
                  lambda: api.gate(doubled, baseline)):
         with pytest.raises(VerifybenchError, match=r"768 duplicated verdict\(s\) for 768 \(verifier, case\) pair"):
             call()

@@ -314,7 +314,7 @@ def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(tmp_
     suite = byod_suite(tmp_path, root, preds)
     assert [v.id for v in suite.verifiers] == ["rouge", "anchors", "nli", "logged"]
     result = api.run(suite, out=tmp_path / "run", progress=False)
-    assert result.errors == 0 and result.new_verdicts == 4 * len(cases)
+    assert result.result.errors == 0 and result.result.new_verdicts == 4 * len(cases)
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())["verifiers"]
     assert metrics["nli"]["probabilistic"] and metrics["logged"]["overall"]["auroc"] == pytest.approx(
         metrics["nli"]["overall"]["auroc"], abs=0.01)

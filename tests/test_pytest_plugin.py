@@ -35,7 +35,7 @@ def test_fixture(verifybench):
 
 @pytest.mark.verifybench(suite="suite.yaml", baseline="metrics/plugin-demo.json", max_drop=["auroc=0.02"])
 def test_marker(verifybench_gate):
-    assert not verifybench_gate.failed, verifybench_gate.summary
+    assert not verifybench_gate.failed, verifybench_gate.markdown
 """)
     return pytester
 

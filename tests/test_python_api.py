@@ -50,7 +50,7 @@ def frame_run(root, tmp_path_factory):
 def test_a_dataframe_runs_through_verifybench_run(frame_run):
     run, df = frame_run["run"], frame_run["df"]
     assert isinstance(run, verifybench.Run) and run.status == "complete" and run.report_path.exists()
-    assert run.n_cases == len(df) == len(run.cases) and run.errors == 0
+    assert run.n_cases == len(df) == len(run.cases) and run.result.errors == 0 and run.n_error_verdicts == 0
     assert set(run.cases["case_id"]) == set(df["id"])
     assert len(run.verdicts) == 2 * len(df)
     assert run.verdicts.groupby("verifier").size().to_dict() == {"rouge": len(df), "anchors": len(df)}
@@ -131,7 +131,7 @@ def test_load_run_gives_the_same_object(frame_run):
     loaded = verifybench.load_run(run.run_dir)
     for name in ("cases", "verdicts", "metrics", "thresholds", "summary"):
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(run, name))
-    assert loaded.n_cases == run.n_cases and loaded.errors == 0 and loaded.new_verdicts == 0
+    assert loaded.n_cases == run.n_cases and loaded.n_error_verdicts == 0 and loaded.result is None
     assert "anchors" in repr(loaded) and "<table" in loaded._repr_html_()
     with pytest.raises(VerifybenchError, match="manifest.json: not found"):
         verifybench.load_run(frame_run["tmp"])
@@ -152,7 +152,7 @@ def test_summary_and_thresholds(frame_run):
     assert s.loc["anchors", "auroc"] == m["anchors"]["overall"]["auroc"]
     assert s.loc["anchors", "test_f1"] == m["anchors"]["overall"]["test"]["f1"]
     assert s.loc["anchors", "threshold_source"].startswith("fitted")
-    t = run.thresholds
+    t = run.threshold_table
     assert set(t["slice"]) == {"all", "support_answer", "contract_summary", "technical_doc"}
     assert len(t) == 2 * 4
 
@@ -176,7 +176,7 @@ def test_log_to_mlflow_from_a_run(frame_run, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.chdir(tmp_path)  # MLflow puts a SQLite store's artifacts under the working directory
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    logged = frame_run["run"].log_to_mlflow(uri, experiment="python-api")
+    logged = frame_run["run"].log(uri, experiment="python-api")
     got = mlflow.MlflowClient(uri).get_run(logged.run_id)
     auroc = json.loads((frame_run["run"].run_dir / "metrics.json").read_text())["verifiers"]["anchors"]["overall"]["auroc"]
     assert any(v == pytest.approx(auroc) for k, v in got.data.metrics.items() if "anchors" in k and "auroc" in k)
@@ -212,7 +212,7 @@ def test_list_of_dicts_list_of_cases_and_hf_dataset_give_the_same_scores(small, 
         pd.testing.assert_series_equal(scores[0], other)
     # 40 cases are too few to fit a threshold: no flag is made up.
     assert as_dicts.verdicts["threshold"].isna().all() and as_dicts.verdicts["flagged"].isna().all()
-    assert as_dicts.thresholds["warning"].str.startswith("too few cases").all()
+    assert as_dicts.threshold_table["warning"].str.startswith("too few cases").all()
     assert as_hf.manifest["dataset"]["options"]["origin"] == "Dataset"
     assert as_cases.manifest["dataset"]["options"]["kind"] == "cases"
     assert list(as_cases.cases["doc_type"].unique()) == ["support_answer"]
@@ -255,7 +255,7 @@ def test_a_bad_record_names_the_row_and_the_field(small, tmp_path):
     with pytest.raises(DataError, match=r"list\[record 2\]: field 'response': missing required field"):
         _rouge(rows, tmp_path / "run2")
     skipped = _rouge(rows, tmp_path / "run3", on_error="skip")
-    assert skipped.n_cases == len(rows) - 1 and skipped.load_errors == 1
+    assert skipped.n_cases == len(rows) - 1 and skipped.result.load_errors == 1 == skipped.n_skipped_records
     errors = [json.loads(line) for line in (tmp_path / "run3" / "errors.jsonl").read_text().splitlines()]
     assert errors[0]["file"] == "list" and errors[0]["index"] == 2 and errors[0]["field"] == "response"
 
@@ -366,15 +366,14 @@ def test_the_dataset_hash_is_the_datas(small, tmp_path):
 
 # --- the public surface -----------------------------------------------------------------------------------------
 
-# Each CLI command and the api function it calls.
-COMMANDS = {"run": "run", "report": "finish", "describe": "describe_suite", "thresholds": "thresholds",
-            "compare": "compare", "baseline": "baseline", "gate": "gate", "log": "log_to_mlflow",
+# Each CLI command and the api function it calls: the same name, but for `list` (a function named list would
+# shadow the builtin in `from verifybench import *`).
+COMMANDS = {"run": "run", "report": "report", "describe": "describe", "thresholds": "thresholds",
+            "compare": "compare", "baseline": "baseline", "gate": "gate", "log": "log",
             "history": "history", "list": "components"}
 
 
 def test_api_all_lists_every_command_and_the_root_exports_resolve():
-    import typer.main
-
     commands = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
     assert commands == set(COMMANDS), "a new CLI command needs its api function in COMMANDS and api.__all__"
     assert set(COMMANDS.values()) | {"resume", "load_run", "Run", "Case", "Verdict", "Verifier"} <= set(api.__all__)
@@ -385,7 +384,23 @@ def test_api_all_lists_every_command_and_the_root_exports_resolve():
     for name in ("run", "load_run", "Run", "Case", "Verdict", "Verifier", "FieldSpec", "resume", "baseline"):
         assert name in verifybench.__all__
     assert verifybench.run is api.run and verifybench.load_run is api.load_run
-    assert typer.main  # the app builds
+    for name in set(COMMANDS.values()):  # every command's call is exported from the root, gate and compare too
+        assert getattr(verifybench, name) is getattr(api, name), name
+
+
+def test_the_old_names_still_work_and_say_what_replaces_them():
+    for old, new in (("finish", "report"), ("describe_suite", "describe"), ("log_to_mlflow", "log")):
+        with pytest.warns(DeprecationWarning, match=f"use verifybench.api.{new}"):
+            assert getattr(api, old) is getattr(api, new)
+        with pytest.warns(DeprecationWarning, match=f"use verifybench.api.{new}"):
+            assert getattr(verifybench, old) is getattr(api, new)
+    with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
+        api.nonesuch  # noqa: B018
+
+
+def test_run_without_a_suite_or_cases_says_what_to_pass():
+    with pytest.raises(VerifybenchError, match=r"needs a suite file .*or cases in memory"):
+        verifybench.run()
 
 
 def test_docs_python_example_runs(root, tmp_path, monkeypatch):
@@ -449,7 +464,7 @@ def test_resume_with_verifier_objects_by_id(small, tmp_path):
     with pytest.raises(VerifybenchError, match="verifiers: other not in this run"):
         api.resume(tmp_path / "run", progress=False, verifiers=[Local(id="other")])
     resumed = api.resume(tmp_path / "run", progress=False, verifiers=[Local()])
-    assert resumed.new_verdicts == missing and resumed.status == "complete"
+    assert resumed.result.new_verdicts == missing and resumed.status == "complete"
     pd.testing.assert_series_equal(resumed.verdicts.set_index(["verifier", "case_id"])["score"].sort_index(), before)
 
 

@@ -74,7 +74,7 @@ def keyed_scores(run_dir: Path) -> dict[tuple[str, str], float]:
 
 
 def test_the_local_path_never_imports_ray(tmp_path, root):
-    code = ("import sys, verifybench, verifybench.api, verifybench.cli, verifybench.runner, verifybench.executors;"
+    code = ("import sys, verifybench, verifybench.api, verifybench.cli, verifybench.pipeline.runner, verifybench.executors;"
             "from verifybench.executors import make_executor; make_executor('local');"
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
@@ -112,7 +112,9 @@ def test_a_ray_run_equals_the_local_run(cluster, tmp_path, data_dir):
     suite = halueval_suite(tmp_path, data_dir, 300, ["rouge", "bleu", {"rouge": {"id": "rouge2", "type": "rouge2"}}])
     local = api.run(suite, out=tmp_path / "local", progress=False)
     on_ray = api.run(suite, out=tmp_path / "ray", progress=False, executor=RayExecutor(batches_per_block=2))
-    assert (on_ray.n_cases, on_ray.new_verdicts, on_ray.errors) == (local.n_cases, local.new_verdicts, 0) == (300, 900, 0)
+    assert on_ray.result is not None and local.result is not None
+    assert (on_ray.n_cases, on_ray.result.new_verdicts, on_ray.n_error_verdicts) == \
+        (local.n_cases, local.result.new_verdicts, 0) == (300, 900, 0)
 
     want, got = keyed_scores(tmp_path / "local"), keyed_scores(tmp_path / "ray")
     assert got == want  # same case ids, same verifiers, bit-identical scores
@@ -206,6 +208,6 @@ def test_losing_a_worker_node_mid_run_still_scores_every_case_once(cluster, tmp_
     finally:
         runner.join(timeout=300)
     assert not runner.is_alive() and "error" not in outcome, outcome
-    assert outcome["result"].new_verdicts == 800
+    assert outcome["result"].result.new_verdicts == 800
     assert keyed_scores(tmp_path / "ray") == keyed_scores(tmp_path / "local")
     assert json.loads((tmp_path / "ray/manifest.json").read_text())["status"] == "complete"

@@ -13,8 +13,8 @@ from conftest import write
 
 from verifybench import api
 from verifybench.errors import DataError, VerifybenchError
+from verifybench.pipeline.runner import Runner
 from verifybench.rundir import iter_jsonl
-from verifybench.runner import Runner
 from verifybench.suite import parse_suite
 
 
@@ -54,7 +54,7 @@ def test_run_writes_every_artifact(tmp_path):
     run = tmp_path / "run"
     for name in ("manifest.json", "cases.jsonl", "results.jsonl", "errors.jsonl", "metrics.json", "report.html"):
         assert (run / name).exists(), name
-    assert result.n_cases == 20 and result.new_verdicts == 40 and result.errors == 0
+    assert result.n_cases == 20 and result.result.new_verdicts == 40 and result.n_error_verdicts == 0
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert len(manifest["dataset"]["hash"]) == 64 and manifest["suite"]["hash"]
@@ -72,7 +72,7 @@ def test_a_raising_verifier_yields_counted_error_verdicts(tmp_path):
     suite = small_suite(tmp_path, n=30, verifiers=({"helpers.verifiers:FailEvery": {"id": "flaky", "every": 3}},))
     result = api.run(suite, out=tmp_path / "run", progress=False)
     rows = verdicts(tmp_path / "run")
-    assert len(rows) == 30 and result.errors == 10
+    assert len(rows) == 30 and result.result.errors == 10 == result.n_error_verdicts
     failed = [r for r in rows if "error" in r]
     assert len(failed) == 10 and all("planted failure" in r["error"] and "score" not in r for r in failed)
     m = json.loads((tmp_path / "run/metrics.json").read_text())["verifiers"]["flaky"]["overall"]
@@ -105,7 +105,7 @@ def test_bad_input_stops_the_run_and_keeps_what_was_computed(tmp_path):
 def test_skipped_records_are_in_error_log_and_report(tmp_path):
     suite = small_suite(tmp_path, extra_rows=["{broken", json.dumps({"id": "z", "label": 1})], on_error="skip")
     result = api.run(suite, out=tmp_path / "run", progress=False)
-    assert result.load_errors == 2 and result.n_cases == 20
+    assert result.result.load_errors == 2 == result.n_skipped_records and result.n_cases == 20
     logged = [e for e in iter_jsonl(tmp_path / "run/errors.jsonl") if e["kind"] == "input"]
     assert [(e["line"], e["field"]) for e in logged] == [(21, None), (22, "response")]
     html = (tmp_path / "run/report.html").read_text()
@@ -127,7 +127,7 @@ def test_resume_after_a_cut_line_scores_the_rest_once(tmp_path):
     lines = results.read_bytes().splitlines(keepends=True)
     results.write_bytes(b"".join(lines[:25]) + lines[25][:17])  # a killed writer leaves half a line
     result = api.resume(tmp_path / "run", progress=False)
-    assert result.new_verdicts == 80 - 25
+    assert result.result.new_verdicts == 80 - 25
     got = Counter((r["verifier"], r["case_id"]) for r in verdicts(tmp_path / "run"))
     want = Counter((r["verifier"], r["case_id"]) for r in verdicts(tmp_path / "full"))
     assert got == want and max(got.values()) == 1
@@ -366,8 +366,7 @@ def test_a_lock_naming_a_live_process_that_holds_no_lock_is_refused(tmp_path):
 # --- the manifest's status --------------------------------------------------------------------------------
 
 def test_complete_only_once_metrics_and_report_exist(tmp_path, monkeypatch):
-    from verifybench import report as report_mod
-
+    from verifybench import reporting as report_mod
     suite = small_suite(tmp_path)
     run_dir = tmp_path / "run"
 
@@ -381,7 +380,7 @@ def test_complete_only_once_metrics_and_report_exist(tmp_path, monkeypatch):
     assert manifest["status"] == "scored"
     assert not (run_dir / "report.html").exists()
     monkeypatch.undo()
-    assert api.finish(run_dir) == run_dir / "report.html"
+    assert api.report(run_dir) == run_dir / "report.html"
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
 
 
@@ -391,7 +390,7 @@ def test_resume_finishes_a_run_that_stopped_before_its_report(tmp_path):
     Runner(suite, run_dir, progress=False).run()  # every verdict, no metrics or report yet
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "scored"
     result = api.resume(run_dir, progress=False)
-    assert result.new_verdicts == 0 and (run_dir / "report.html").exists() and (run_dir / "metrics.json").exists()
+    assert result.result.new_verdicts == 0 and (run_dir / "report.html").exists() and (run_dir / "metrics.json").exists()
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
 
 
@@ -399,7 +398,7 @@ def test_a_failed_run_stays_failed_after_report(tmp_path):
     suite = small_suite(tmp_path, extra_rows=["{broken"])
     with pytest.raises(DataError):
         api.run(suite, out=tmp_path / "run", progress=False)
-    api.finish(tmp_path / "run")
+    api.report(tmp_path / "run")
     assert json.loads((tmp_path / "run/manifest.json").read_text())["status"] == "failed"
 
 
@@ -421,7 +420,7 @@ def test_a_truncated_cues_cache_is_rebuilt(tmp_path, cut):
     lines = full.splitlines(keepends=True)
     cues.write_bytes({"mid-line": full[:len(full) // 2], "whole-lines": b"".join(lines[:30]),
                       "garbage": b"".join(lines[:59]) + b"{not json\n"}[cut])
-    api.finish(run_dir)
+    api.report(run_dir)
     assert cues.read_bytes() == full
     assert json.loads((run_dir / "metrics.json").read_text())["shortcuts"] == want
 

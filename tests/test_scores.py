@@ -180,7 +180,7 @@ def test_field_scores_in_a_run_with_logged_latency_and_probabilities(tmp_path):
                                                "probabilistic": True, "latency_column": "ms",
                                                "cost_column": "usd"}}])
     result = api.run(suite, out=tmp_path / "run", progress=False)
-    assert result.errors == 0
+    assert result.n_error_verdicts == 0
     rows = {(r["verifier"], r["case_id"]): r for r in iter_jsonl(tmp_path / "run/results.jsonl")}
     assert rows[("vendor", "c1")]["score"] == pytest.approx(1 - 29 / 100)
     assert rows[("logged", "c3")]["latency_ms"] == 15.5 and rows[("logged", "c3")]["cost_usd"] == 0.002

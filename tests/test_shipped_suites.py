@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 def test_halueval_qa_suite_scores_every_case_and_flags_the_shortcut(tmp_path, root):
     result = api.run(root / "evals/halueval-qa.yaml", out=tmp_path / "run", progress=False)
-    assert result.n_cases == 20000 and result.new_verdicts == 40000 and result.errors == 0
+    assert result.n_cases == 20000 and result.result.new_verdicts == 40000 and result.n_error_verdicts == 0
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())
     html = (tmp_path / "run/report.html").read_text()
     for vid in ("rouge", "bleu"):
@@ -30,7 +30,7 @@ def test_halueval_qa_suite_scores_every_case_and_flags_the_shortcut(tmp_path, ro
 
 def test_demo_suite_runs_offline(tmp_path, root):
     result = api.run(root / "evals/demo.yaml", out=tmp_path / "run", progress=False)
-    assert result.n_cases >= 120 and result.errors == 0
+    assert result.n_cases >= 120 and result.n_error_verdicts == 0
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())
     assert set(metrics["verifiers"]["rouge"]["slices"]) == {"support_answer", "contract_summary", "technical_doc"}
     # 32 calibration cases of each class per doc type: every slice gets a threshold.

@@ -10,8 +10,8 @@ from helpers.fake_llm import FakeLLM
 from verifybench.cases import Case, Source
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.loaders.fields import FieldSpec
-from verifybench.locate import SpanError, gold_spans, locate_quote, majority, merge, occurrences
 from verifybench.rundir import case_index_row
+from verifybench.text.locate import SpanError, gold_spans, locate_quote, majority, merge, occurrences
 from verifybench.verifiers import build
 
 RESPONSE = "Paris is the capital of France. It has 9 million people. Paris is big."

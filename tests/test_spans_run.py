@@ -131,7 +131,7 @@ def test_pairwise_accuracy_per_verifier_matches_a_loop(run):
 
 def test_finish_again_gives_the_same_metrics(run):
     before = json.loads((run / "metrics.json").read_text())
-    api.finish(run)
+    api.report(run)
     after = json.loads((run / "metrics.json").read_text())
     assert before["spans"] == after["spans"]
     assert before["verifiers"]["novelty"]["spans"] == after["verifiers"]["novelty"]["spans"]
@@ -152,7 +152,7 @@ def test_a_run_without_spans_or_groups_gets_no_such_keys(tmp_path, root):
 
 
 def test_the_run_object_lists_span_and_pair_metrics(run):
-    from verifybench.results import Run
+    from verifybench.runs.run import Run
 
     _, _, metrics = _run_files(run)
     df = Run(run).metrics
@@ -179,8 +179,8 @@ def test_gold_that_could_not_be_located_anywhere_is_still_reported(tmp_path):
 def test_pairs_from_the_run_tables_equal_pairs_from_the_rows(tmp_path):
     """A run without gold spans measures pairs from the columns `finish` already holds; the row path
     (what a run with spans takes) must give the same section, cases without a group left out of both."""
-    from verifybench import localization
-    from verifybench.api import settings_for
+    from verifybench.evaluation import spans_pairs as localization
+    from verifybench.evaluation.reading import settings_for
     from verifybench.rundir import read_json
 
     rows = [{k: v for k, v in r.items() if k != "bad"} for r in make_rows(60, seed=3)]

@@ -12,10 +12,9 @@ import pytest
 from conftest import write
 
 from verifybench import api, rundir
-from verifybench.gate import cases_hash
+from verifybench.gating.gate import cases_hash
 from verifybench.metrics import Settings, compute_metrics, frame
-from verifybench.report import worst_cases, worst_rows
-from verifybench.runcheck import require_complete, require_one_verdict_each
+from verifybench.reporting import worst_cases, worst_rows
 from verifybench.rundir import (
     RunDirError,
     read_case_frame,
@@ -25,6 +24,7 @@ from verifybench.rundir import (
     read_verdicts,
     read_verdicts_at,
 )
+from verifybench.rundir.checks import require_complete, require_one_verdict_each
 from verifybench.suite import parse_suite
 from verifybench.tables import case_table, verdict_table
 

@@ -200,7 +200,7 @@ def test_metrics_block_typos_are_suite_errors_naming_file_and_key(tmp_path, root
 
     write(tmp_path / "my-suite.yaml", yaml.safe_dump(demo_raw(root, **metrics)))
     with pytest.raises(SuiteError) as e:
-        api.describe_suite(tmp_path / "my-suite.yaml")
+        api.describe(tmp_path / "my-suite.yaml")
     assert message in str(e.value)
 
 

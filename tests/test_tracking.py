@@ -118,7 +118,7 @@ def assert_matches_run_dir(row, run_dir: Path) -> None:
 
 
 def test_sqlite_store_holds_the_run_as_metrics_json_says(runs, sqlite_uri, tmp_path):
-    logged = api.log_to_mlflow(runs["first"], sqlite_uri)
+    logged = api.log(runs["first"], sqlite_uri)
     assert logged.created and logged.experiment == EXPERIMENT
     df = read_runs()
     assert len(df) == 1 and df.iloc[0]["run_id"] == logged.run_id
@@ -139,7 +139,7 @@ def test_sqlite_store_holds_the_run_as_metrics_json_says(runs, sqlite_uri, tmp_p
 
 
 def test_a_policy_applied_to_the_run_is_an_artifact_and_a_param(runs, sqlite_uri):
-    logged = api.log_to_mlflow(runs["with_policy"], sqlite_uri)
+    logged = api.log(runs["with_policy"], sqlite_uri)
     client = mlflow.MlflowClient(sqlite_uri)
     assert "policy.yaml" in {a.path for a in client.list_artifacts(logged.run_id)}
     row = read_runs().iloc[0]
@@ -149,8 +149,8 @@ def test_a_policy_applied_to_the_run_is_an_artifact_and_a_param(runs, sqlite_uri
 
 
 def test_logging_the_same_run_directory_again_updates_its_mlflow_run(runs, sqlite_uri, tmp_path):
-    first = api.log_to_mlflow(runs["first"], sqlite_uri)
-    again = api.log_to_mlflow(runs["first"], sqlite_uri)
+    first = api.log(runs["first"], sqlite_uri)
+    again = api.log(runs["first"], sqlite_uri)
     assert not again.created and again.run_id == first.run_id and again.metrics_logged == 0
     assert "logged before" in again.summary()
     assert len(read_runs()) == 1
@@ -165,7 +165,7 @@ def test_logging_the_same_run_directory_again_updates_its_mlflow_run(runs, sqlit
     overall["threshold"]["fallback"] = False
     overall["auroc"] = 0.5
     (moved / "metrics.json").write_text(json.dumps(metrics))
-    updated = api.log_to_mlflow(moved, sqlite_uri)
+    updated = api.log(moved, sqlite_uri)
     assert updated.run_id == first.run_id and updated.metrics_logged == 3
     row = read_runs().iloc[0]
     assert len(read_runs()) == 1
@@ -174,19 +174,19 @@ def test_logging_the_same_run_directory_again_updates_its_mlflow_run(runs, sqlit
 
     # A new run into a directory of the same name (another creation time) is another MLflow run.
     rerun = with_created(runs["first"], tmp_path / "rerun" / "first", "2031-01-01T00:00:00+00:00")
-    other = api.log_to_mlflow(rerun, sqlite_uri)
+    other = api.log(rerun, sqlite_uri)
     assert other.created and other.run_id != first.run_id and len(read_runs()) == 2
 
 
 def test_params_that_changed_keep_their_first_value_and_are_reported(runs, sqlite_uri, tmp_path):
     moved = tmp_path / "resumed" / "first"
     shutil.copytree(runs["first"], moved)
-    api.log_to_mlflow(moved, sqlite_uri)
+    api.log(moved, sqlite_uri)
     manifest = json.loads((moved / "manifest.json").read_text())
     before = manifest["packages"]["numpy"]
     manifest["packages"]["numpy"] = "99.0"  # resumed later under another numpy
     (moved / "manifest.json").write_text(json.dumps(manifest))
-    again = api.log_to_mlflow(moved, sqlite_uri)
+    again = api.log(moved, sqlite_uri)
     assert again.kept_params == {"version.numpy": (before, "99.0")}
     assert "version.numpy" in again.summary() and "cannot change" in again.summary()
     assert read_runs().iloc[0]["params.version.numpy"] == before
@@ -197,18 +197,18 @@ def test_default_tracking_uri_is_mlflows_own(runs, tmp_path, monkeypatch):
     file mlflow.db in the current directory; MLFLOW_TRACKING_URI, when set, wins."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    logged = api.log_to_mlflow(runs["first"])
+    logged = api.log(runs["first"])
     assert (tmp_path / "mlflow.db").is_file() and logged.tracking_uri.startswith("sqlite:")
     other = tmp_path / "other.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{other}")
-    assert api.log_to_mlflow(runs["first"]).created  # another store, so a new run there
+    assert api.log(runs["first"]).created  # another store, so a new run there
     assert other.is_file()
 
 
 def test_experiment_from_option_or_environment(runs, sqlite_uri, monkeypatch):
-    assert api.log_to_mlflow(runs["first"], sqlite_uri, experiment="nightly").experiment == "nightly"
+    assert api.log(runs["first"], sqlite_uri, experiment="nightly").experiment == "nightly"
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from-env")
-    assert api.log_to_mlflow(runs["first"], sqlite_uri).experiment == "from-env"
+    assert api.log(runs["first"], sqlite_uri).experiment == "from-env"
     assert len(read_runs("nightly")) == 1 and len(read_runs("from-env")) == 1
 
 
@@ -226,7 +226,7 @@ def test_git_commit_of_the_suites_repository_is_a_tag(root, tmp_path, sqlite_uri
     (repo / "later.txt").write_text("x")
     subprocess.run([*git, "add", "later.txt"], check=True)
     subprocess.run([*git, "commit", "-qm", "later"], check=True)
-    api.log_to_mlflow(run_dir, sqlite_uri)
+    api.log(run_dir, sqlite_uri)
     row = read_runs().iloc[0]
     assert row["tags.mlflow.source.git.commit"] == head and row["tags.verifybench.git_dirty"] == "False"
 

@@ -157,7 +157,7 @@ def test_error_verdicts_are_scrubbed(monkeypatch):
 # --- one meaning per name --------------------------------------------------------------------------------
 
 def test_one_meaning_per_name():
-    import verifybench.policy as threshold_policy
+    import verifybench.evaluation.policy as threshold_policy
     from verifybench.verifiers.anchors import text
     from verifybench.verifiers.decision import cassettes, triage, units
     from verifybench.verifiers.llm import ReplayMiss

@@ -8,40 +8,39 @@ run = verifybench.run(cases=df, fields={"response": "answer", "sources": "contex
 run.summary, run.verdicts, run.metrics        # pandas DataFrames
 ```
 
-The core types (`Case`, `Verdict`, ...) load with the package; the library calls behind the CLI
-commands (`verifybench.api`) load on first use, so `import verifybench` stays light. Three commands share
-their name with a module of this package (`verifybench.compare`, `.gate`, `.history`), so they are not
-re-exported here: call them as `run.compare(...)`, `run.gate(...)` on a `Run`, or from `verifybench.api`
-(whose `__all__` lists every command).
+The core types (`Case`, `Verdict`, ...) load with the package; every command's call (`run`, `report`,
+`describe`, `thresholds`, `compare`, `baseline`, `gate`, `log`, `history`, see `verifybench.api`) loads on
+first use, so `import verifybench` stays light.
 """
+
+from importlib import metadata as _metadata
+from typing import Any
 
 from verifybench.cases import Case, Source, Span, Unit, Verdict
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("verifybench")
+except _metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
 
-# name -> module it lives in: the public surface, loaded on first use (PEP 562).
-_LAZY = {
-    **{name: "verifybench.api" for name in (
-        "run", "resume", "load_run", "finish", "describe_suite", "thresholds", "baseline", "log_to_mlflow",
-        "check_mlflow", "components")},
-    "Run": "verifybench.results",
-    "Verifier": "verifybench.verifiers",
-    "CaseVerifier": "verifybench.verifiers",
-    "FieldSpec": "verifybench.loaders.fields",
-    "GateResult": "verifybench.gate",
-    "GateRefused": "verifybench.gate",
-    "VerifybenchError": "verifybench.errors",
-}
+# The public surface, loaded on first use (PEP 562): every name of `verifybench.api`, and a few more types.
+_API = ("run", "resume", "report", "describe", "thresholds", "compare", "baseline", "gate", "log", "history",
+        "components", "check_mlflow", "load_run", "Run", "Comparison", "GateResult", "GateRefused", "FieldSpec",
+        "VerifybenchError")
+_LAZY = {**{name: "verifybench.api" for name in _API},
+         "Verifier": "verifybench.verifiers", "CaseVerifier": "verifybench.verifiers"}
+_DEPRECATED = ("finish", "describe_suite", "log_to_mlflow")  # resolved (with a warning) by verifybench.api
 
 __all__ = ["Case", "Source", "Span", "Unit", "Verdict", "__version__", *_LAZY]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
+def __getattr__(name: str) -> Any:
+    if name in _LAZY or name in _DEPRECATED:
         from importlib import import_module
 
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
+        value = getattr(import_module(_LAZY.get(name, "verifybench.api")), name)
+        if name in _LAZY:
+            globals()[name] = value
         return value
     raise AttributeError(f"module 'verifybench' has no attribute {name!r}")
 

@@ -17,6 +17,8 @@ from verifybench import api
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.settings import GATE_MIN_CASES
 
+DEFAULT_SUITE = Path("evals/demo.yaml")  # what `verifybench run` and `describe` read with no suite named
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Measure hallucination verifiers.")
 console = Console()
 err = Console(stderr=True)
@@ -75,7 +77,7 @@ def _track(run_dir: Path, uri: str | None) -> None:
     if uri is None:
         return
     try:
-        err.print(api.log_to_mlflow(run_dir, uri).summary(), highlight=False, markup=False, soft_wrap=True)
+        err.print(api.log(run_dir, uri).summary(), highlight=False, markup=False, soft_wrap=True)
     except VerifybenchError as e:
         err.print("[bold red]error:[/] " + escape(f"the run is complete in {run_dir}, but logging it to MLflow failed: "
                                                   f"{e}\nlog it later with: verifybench log {run_dir} --mlflow URI"),
@@ -112,15 +114,17 @@ def run(
                 raise VerifybenchError("--resume takes the suite, limit and policy from the run; give none of them")
             result = api.resume(resume, data_dir=data_dir, progress=not quiet, **where)
         else:
-            result = api.run(suite or api.DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir,
+            result = api.run(suite or DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir,
                              progress=not quiet, policy=policy, **where)
     except VerifybenchError as e:
         _fail(e)
     for note in result.notes:
         _note(note)
     _print_summary(result)
-    console.print(f"{result.n_cases} cases, {result.new_verdicts} new verdicts, {result.errors} failed, "
-                  f"{result.load_errors} input records skipped", highlight=False, markup=False)
+    call = result.result  # what this command did (a resume scores only what was missing)
+    assert call is not None
+    console.print(f"{result.n_cases} cases, {call.new_verdicts} new verdicts, {call.errors} failed, "
+                  f"{call.load_errors} input records skipped", highlight=False, markup=False)
     print(result.report_path)  # the last line on stdout: scripts and CI read the report's path from it
     _track(result.run_dir, mlflow)
 
@@ -135,7 +139,7 @@ def _print_summary(run: api.Run) -> None:
     """Per verifier, as promptfoo and inspect end a run: AUROC with its interval, the threshold and where it
     came from, the test split's precision / recall / F1 at it, latency, errors. Data values (ids, sources)
     are shown as text, never read as markup."""
-    from verifybench.results import summary_rows
+    from verifybench.runs.run import summary_rows
 
     try:
         rows = summary_rows(run.metrics_json)
@@ -180,7 +184,7 @@ def _print_summary(run: api.Run) -> None:
 def report(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
     """Re-render metrics.json and report.html from stored results (no verifier runs)."""
     try:
-        print(api.finish(run_dir))
+        print(api.report(run_dir))
     except VerifybenchError as e:
         _fail(e)
 
@@ -197,7 +201,7 @@ def describe(
     """Count a suite's cases by doc type, label and split; show which raw label values became which label,
     and per slice how many labeled cases a threshold and a gate need. No verifier runs."""
     try:
-        counts = api.describe_suite(suite or api.DEFAULT_SUITE, data_dir=data_dir, limit=limit, min_cases=min_cases)
+        counts = api.describe(suite or DEFAULT_SUITE, data_dir=data_dir, limit=limit, min_cases=min_cases)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
@@ -381,7 +385,7 @@ def gate(
                           allow_batch_latency=allow_batch_latency)
     except VerifybenchError as e:
         _fail(e)
-    from verifybench.gate import refit_text, status_text
+    from verifybench.gating.gate import refit_text, status_text
 
     cases = max((c.cases for c in result.checks), default=0)
     table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result",
@@ -421,7 +425,7 @@ def log_runs(
     failed = 0
     for run_dir in run_dirs:
         try:
-            console.print(api.log_to_mlflow(run_dir, mlflow or None, experiment).summary(), highlight=False,
+            console.print(api.log(run_dir, mlflow or None, experiment).summary(), highlight=False,
                           markup=False, soft_wrap=True)
         except VerifybenchError as e:
             msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"

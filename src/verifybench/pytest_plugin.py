@@ -10,7 +10,7 @@ or with a marker, no test body needed beyond the fixture:
 ```python
 @pytest.mark.verifybench(suite="evals/demo.yaml", baseline="metrics/demo.json")
 def test_demo(verifybench_gate):
-    assert not verifybench_gate.failed, verifybench_gate.summary
+    assert not verifybench_gate.failed, verifybench_gate.markdown
 ```
 
 A suite runs once per pytest session, however many tests use it: the run (report.html, metrics.json)
@@ -32,7 +32,7 @@ import pytest
 
 from verifybench import api
 from verifybench.errors import VerifybenchError
-from verifybench.gate import GateRefused, GateResult, markdown_summary
+from verifybench.gating.gate import GateRefused, GateResult, markdown_summary
 from verifybench.rundir import MANIFEST
 
 OUT = Path("reports") / "pytest"
@@ -138,7 +138,7 @@ def verifybench(request, monkeypatch) -> VerifybenchHelper:
 @pytest.fixture
 def verifybench_gate(request, verifybench) -> GateResult:
     """The gate result for the test's `@pytest.mark.verifybench(suite=..., baseline=...)` marker; the
-    test asserts on it (`assert not verifybench_gate.failed, verifybench_gate.summary`), so a regression
+    test asserts on it (`assert not verifybench_gate.failed, verifybench_gate.markdown`), so a regression
     is a test failure, not a fixture error. An invalid comparison fails the test at once."""
     marker = request.node.get_closest_marker("verifybench")
     if marker is None:
@@ -147,7 +147,7 @@ def verifybench_gate(request, verifybench) -> GateResult:
     suite, baseline = options.pop("suite"), options.pop("baseline")
     result = verifybench.run(suite)
     try:
-        gated = verifybench.gate(result.run_dir, baseline, suite=suite, **options)
+        gated = verifybench.gating.gate(result.run_dir, baseline, suite=suite, **options)
     except GateRefused as e:
         pytest.fail(f"verifybench gate refused: {e}", pytrace=False)
     gated.summary = markdown_summary(gated, str(suite)) + f"\nreport: {result.run_dir / 'report.html'}\n"

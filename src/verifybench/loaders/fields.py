@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import RecordError
 from verifybench.loaders.readers import Record
-from verifybench.locate import SpanError, gold_spans
+from verifybench.text.locate import SpanError, gold_spans
 
 # What a true/1/yes value means depends on `positive`; the words mean the same either way.
 TRUE_VALUES = [1, "yes"]
@@ -291,7 +291,7 @@ def _sources(value: Any, field: str, list_cells: bool = False) -> list[Source]:
 
 
 def span_field(value: Any, response: str, spec: FieldSpec, loc: Any, meta: dict[str, Any]) -> list[Span] | None:
-    """The gold spans of a record (see `verifybench.locate.gold_spans`); strings that could not be located
+    """The gold spans of a record (see `verifybench.text.locate.gold_spans`); strings that could not be located
     are counted in `meta` (`spans_not_found`, `spans_ambiguous`), and the case is then left out of the
     span metrics, since its gold is incomplete."""
     if value is None:

@@ -19,7 +19,7 @@ from verifybench.loaders.fields import note_label, note_unlocated
 from verifybench.loaders.generic import CaseStream
 from verifybench.loaders.holdout import hash_split
 from verifybench.loaders.readers import Record, read_jsonl
-from verifybench.locate import SpanError, gold_spans
+from verifybench.text.locate import SpanError, gold_spans
 
 # task -> (source field, question field, right output field, hallucinated output field)
 PAIR_TASKS = {

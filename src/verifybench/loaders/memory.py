@@ -1,5 +1,5 @@
 """Cases given in Python (a DataFrame, a list of dicts or of `Case`s, a `datasets.Dataset`), read back from
-the JSON Lines file `verifybench.run` writes them to in the run directory (see `verifybench.inline`).
+the JSON Lines file `verifybench.run` writes them to in the run directory (see `verifybench.pipeline.inline`).
 
 Records go through the same `FieldSpec` / `record_to_case` path as every file loader; `Case` objects are
 validated as they are. A bad record is named by where it sat in what the user passed: `DataFrame[record

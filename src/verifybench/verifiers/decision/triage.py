@@ -1,6 +1,6 @@
 """The triage policy: what code decides from the answers (the seed's steps 3-4): drop, flag, rank,
 trim, escalate. (Configured under the decision verifier's `policy:` option; not to be confused with
-verifybench.policy, the threshold policy a run applies.)
+verifybench.evaluation.policy, the threshold policy a run applies.)
 
 In this order, per case:
 

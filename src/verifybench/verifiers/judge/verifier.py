@@ -13,7 +13,7 @@
   call. API keys are read from the environment at call time and written nowhere; error texts are
   scrubbed of them.
 - The judge's offending claim (its quote of the response) is located in the response after the reply,
-  exactly, then fuzzily at `verifybench.locate.MIN_SIMILARITY` or more, and returned as the verdict's one
+  exactly, then fuzzily at `verifybench.text.locate.MIN_SIMILARITY` or more, and returned as the verdict's one
   unit, scored with the case's probability; a claim that cannot be placed stays a unit without offsets
   ("not localized", with the reason). The request, and so the cache key, does not change.
 - `inject`: judge each case a second time with an attack from a BIPIA attack file inserted into its
@@ -35,7 +35,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, S
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.locate import locate_quote
+from verifybench.text.locate import locate_quote
 from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.llm import Completion, LLMClient, LLMOptions, Prices, Usage, json_object
 

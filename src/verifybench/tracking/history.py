@@ -17,7 +17,7 @@ from typing import Any
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.summary import OVERALL
-from verifybench.tracking import load_run_files, run_values
+from verifybench.tracking.mlflow_store import load_run_files, run_values
 
 DEFAULT_OUT = Path("reports/history.html")
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -126,7 +126,7 @@ def series(rows: list[RunRow], metric: str) -> list[Series]:
 def _figure(rows: list[RunRow], lines: list[Series], metric: str, slice_name: str):
     import matplotlib.pyplot as plt
 
-    from verifybench.report import plots  # noqa: F401 - sets the report's rcParams (SVG text as paths, salt)
+    from verifybench.reporting import plots  # noqa: F401 - sets the report's rcParams (SVG text as paths, salt)
 
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     verifiers = list(dict.fromkeys(s.verifier for s in lines))
@@ -183,13 +183,17 @@ def write_history(run_dirs: list[str | Path], metric: str = "auroc", slice_name:
 def _page(rows: list[RunRow], lines: list[Series], metric: str, slice_name: str, fig: Any) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    from verifybench.report.plots import _uri
+    from verifybench.reporting.plots import _uri
 
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     verifiers = list(dict.fromkeys(v for r in rows for v in r.values))
-    env = Environment(loader=PackageLoader("verifybench", "report/templates"),
+    env = Environment(loader=PackageLoader("verifybench", "reporting/templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["short"] = short
     return env.get_template("history.html.j2").render(
         rows=rows, lines=lines, metric=metric, slice_name=slice_name, chart=_uri(fig), datasets=datasets,
         verifiers=verifiers, generated=datetime.now().astimezone().isoformat(timespec="seconds"))
+
+
+# The command's name (`verifybench history`) for the call behind it.
+history = write_history

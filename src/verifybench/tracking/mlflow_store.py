@@ -33,9 +33,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.summary import OVERALL
-from verifybench.provenance import git_state
 from verifybench.rundir import MANIFEST, METRICS, REPORT
 from verifybench.rundir import read_json as _read_json
+from verifybench.rundir.provenance import git_state
 
 RUN_KEY_TAG = "verifybench.run_key"
 POLICY_FILE = "policy.yaml"  # api.POLICY: a policy applied to a run is kept beside its results
@@ -465,3 +465,12 @@ def log_run(run_dir: str | Path, tracking_uri: str | None = None, experiment: st
     except MlflowException as e:
         raise TrackingError(f"MLflow ({redact(uri)}): {_short(e)}") from None
     return result
+
+
+# The command's name (`verifybench log`) for the call behind it.
+log = log_run
+
+
+def check_mlflow(tracking_uri: str | None = None) -> str:
+    """Before a long run: MLflow importable, the URI sane, the store answering; returns the URI used."""
+    return preflight(tracking_uri)

@@ -12,7 +12,7 @@ Guarantees:
   the bars their totals and ETA.
 - One writer per run directory: the run holds the directory's lock (`rundir.RunLock`) from start to end;
   a second writer is refused with the holder's pid and host.
-- The manifest goes running -> scored (every verdict written) here; `api.finish` marks it complete once
+- The manifest goes running -> scored (every verdict written) here; `pipeline.finish.report` marks it complete once
   metrics.json and report.html exist. A dataset that gives no case at all fails the run, saying why.
 """
 
@@ -40,11 +40,8 @@ from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
-from verifybench.loaders.fields import LabelLog, recording_labels
-from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
-from verifybench.provenance import git_state
 from verifybench.rundir import (
     CASES,
     CUES,
@@ -63,6 +60,7 @@ from verifybench.rundir import (
     repair_tail,
     write_json,
 )
+from verifybench.rundir.provenance import git_state
 from verifybench.suite import Suite, parse_suite
 from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
@@ -98,78 +96,6 @@ class RunResult:
     load_errors: int
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # things the user should hear about (a stale lock taken over)
-
-
-
-
-def describe(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
-    """Count a suite's cases by doc type, label and split without running any verifier; say which raw
-    label values became which label, and per slice how many labeled cases of each class it has and how
-    many it needs for a fitted threshold and for a gate."""
-    errors: list[RecordError] = []
-    rows: list[dict[str, Any]] = []
-    log = LabelLog()
-    # Every record is looked at, bad ones counted and shown, whatever `on_error` a run would apply.
-    lenient = suite.dataset.model_copy(update={"on_error": "skip"})
-    with recording_labels(log):
-        for case in iter_cases(lenient, errors):
-            rows.append({"id": case.id, "dataset": case.dataset, "doc_type": case.doc_type, "split": case.split,
-                         "label": case.label, "meta": case.meta})
-    counts = count_cases_rows(rows)
-    counts["skipped_records"] = len(errors)
-    counts["skipped_examples"] = [str(e) for e in errors[:5]]
-    counts["on_error"] = suite.dataset.on_error
-    counts["suite"] = suite.name
-    counts["loader"] = suite.dataset.loader
-    counts["label_values"] = log.rows()
-    counts["slices"] = slice_needs(rows, suite.metrics, min_cases)
-    return counts
-
-
-def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None,
-                min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
-    """Per slice (the metrics' `by` field, doc type by default): labeled cases of each class, how they fall
-    on the calibration and test splits (the same split the metrics layer draws), and how many more of each
-    class to label before the slice gets its own threshold (`min_per_class` of each class on the
-    calibration split) and can be gated (`min_cases` test cases)."""
-    import math
-
-    from verifybench.cases import Verdict
-    from verifybench.metrics import Settings, frame
-    from verifybench.metrics.summary import OVERALL
-    from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES
-
-    s = Settings.from_suite(metrics_block)
-    named = {str(r.get("split") or "").lower() for r in rows}
-    from_data = bool(named & set(CALIBRATION_NAMES)) and bool(named & set(TEST_NAMES))
-    cal_share = 1.0 if from_data else 1.0 - s.test_fraction  # of newly labeled cases, the share calibrated on
-    test_share = 1.0 if from_data else s.test_fraction
-    out: dict[str, Any] = {"by": s.by, "min_per_class": s.min_per_class, "min_cases": min_cases,
-                           "split": "from the cases' split field" if from_data else
-                           f"seeded, {s.test_fraction:.0%} test", "rows": {}}
-    if not rows:
-        return out
-    f = frame(rows, [Verdict(case_id=r["id"], verifier="-", score=0.0) for r in rows], s.by, s.seed, s.test_fraction)
-
-    def need(n: int, have: int, share: float) -> int:
-        return 0 if have >= n or share <= 0 else math.ceil((n - have) / share)
-
-    groups = [(OVERALL, f), *sorted(f.groupby("slice"), key=lambda kv: str(kv[0]))]
-    for key, g in groups:
-        cal, test = g[g["role"] == "calibration"], g[g["role"] == "test"]
-        cal_h, cal_f = int(cal["label"].sum()), int((~cal["label"]).sum())
-        out["rows"][str(key)] = {
-            "hallucinated": int(g["label"].sum()), "faithful": int((~g["label"]).sum()),
-            "calibration": {"hallucinated": cal_h, "faithful": cal_f},
-            "test": {"hallucinated": int(test["label"].sum()), "faithful": int((~test["label"]).sum())},
-            "threshold": min(cal_h, cal_f) >= s.min_per_class,
-            "gate": len(test) >= min_cases,
-            # More labeled cases to add (of each class, in all) for a threshold / for a gate.
-            "more_for_threshold": {"hallucinated": need(s.min_per_class, cal_h, cal_share),
-                                   "faithful": need(s.min_per_class, cal_f, cal_share)},
-            "more_for_gate": need(min_cases, len(test), test_share),
-        }
-    return out
 
 
 def default_run_dir(suite: Suite | str, root: Path = Path("reports")) -> Path:
@@ -591,7 +517,7 @@ def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:
     manifest = read_json(run_dir / MANIFEST)
     s = manifest["suite"]
     base, path = Path(s["base_dir"]), s.get("path") or "<suite>"
-    kept = run_dir / "suite.yaml"  # verifybench.inline.SUITE
+    kept = run_dir / "suite.yaml"  # verifybench.pipeline.inline.SUITE
     inline = (s["raw"].get("dataset") or {}).get("loader") == "records" and Path(path) == base / kept.name
     if inline and kept.exists() and run_dir.resolve() != base.resolve():
         # A suite kept in the run directory (a run over cases given in Python) points at data beside it:

@@ -12,7 +12,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 
 from verifybench.metrics.summary import OVERALL
-from verifybench.report.plots import curves_svg, operating_svg, reliability_svg
+from verifybench.reporting.plots import curves_svg, operating_svg, reliability_svg
 from verifybench.rundir import REPORT
 
 EXAMPLES = 8
@@ -29,7 +29,7 @@ def _ci(ci: Any, d: int = 3) -> str:
 
 
 def _env() -> Environment:
-    env = Environment(loader=PackageLoader("verifybench", "report/templates"),
+    env = Environment(loader=PackageLoader("verifybench", "reporting/templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["num"] = _num
     env.filters["ci"] = _ci

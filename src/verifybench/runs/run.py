@@ -33,7 +33,10 @@ from verifybench.rundir import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from verifybench.runner import RunResult
+    from verifybench.gating.compare import Comparison
+    from verifybench.gating.gate import GateResult
+    from verifybench.pipeline.runner import RunResult
+    from verifybench.tracking.mlflow_store import Logged
 
 METRIC_COLUMNS = ["verifier", "slice", "split", "metric", "value", "ci_low", "ci_high"]
 # Latency figures are named as the gate names them (p95_ms), not as metrics.json nests them.
@@ -160,8 +163,8 @@ class Run:
     take a run (compare, baseline, gate, thresholds, MLflow) as methods.
 
     Frames are read from the files when first asked for and kept; `reload()` forgets them (after a
-    resume or `finish`). For what `api.run` / `api.resume` just did, see `result` (and `n_cases`,
-    `new_verdicts`, `errors`, `load_errors`, `notes`).
+    resume or `report`). Counts named `n_*` are the whole run's; what this call of `run` / `resume` did
+    is `result` (new_verdicts, errors, load_errors; None for a run opened with `load_run`).
     """
 
     def __init__(self, run_dir: str | Path, result: RunResult | None = None):
@@ -198,51 +201,64 @@ class Run:
         path = self.run_dir / METRICS
         if not path.exists():
             raise RunDirError(f"{path}: not found; the run has no metrics yet (status {self.status}). Finish it "
-                              f"with verifybench.finish({str(self.run_dir)!r}) or `verifybench report {self.run_dir}`")
+                              f"with verifybench.report({str(self.run_dir)!r}) or `verifybench report {self.run_dir}`")
         return read_json(path)
 
     def reload(self) -> Run:
         """Forget the frames read so far; the next access reads the files again."""
         self.manifest = read_json(self.run_dir / MANIFEST)
-        for name in ("metrics_json", "cases", "verdicts", "metrics", "thresholds", "summary", "_settings",
+        for name in ("metrics_json", "cases", "verdicts", "metrics", "threshold_table", "summary", "_settings",
                      "_case_index"):
             self.__dict__.pop(name, None)
         return self
 
-    # --- what this call did (api.run / api.resume); a loaded run answers from its files ---------------------
+    # --- counts: the whole run (n_*), and what this call did (`result`) -----------------------------------
 
     @property
     def n_cases(self) -> int:
-        if self.result is not None:
-            return self.result.n_cases
-        return int((self.manifest.get("dataset") or {}).get("total") or len(self._case_index))
+        """Cases in the run, however many calls scored them."""
+        total = (self.manifest.get("dataset") or {}).get("total")
+        return int(total) if total is not None else len(self._case_index)
 
     @property
-    def new_verdicts(self) -> int:
-        return self.result.new_verdicts if self.result is not None else 0
-
-    @property
-    def errors(self) -> int:
-        """Error verdicts written by this call; for a loaded run, all of its error verdicts."""
-        if self.result is not None:
-            return self.result.errors
+    def n_error_verdicts(self) -> int:
+        """Error verdicts in the run (every verifier, every call)."""
         return int(self.verdicts["error"].notna().sum())
 
     @property
-    def load_errors(self) -> int:
-        if self.result is not None:
-            return self.result.load_errors
+    def n_skipped_records(self) -> int:
+        """Input records the run skipped as bad (`on_error: skip`), listed in errors.jsonl."""
         return int((self.manifest.get("dataset") or {}).get("skipped_records") or 0)
 
     @property
     def notes(self) -> list[str]:
+        """What the run had to say (a stale lock taken over, ...): this call's, or the manifest's."""
         return self.result.notes if self.result is not None else list(self.manifest.get("notes") or [])
+
+    # Before 0.2 these three meant this call's counts on a fresh run and the whole run's on a loaded one.
+    @property
+    def new_verdicts(self) -> int:
+        """Deprecated: `result.new_verdicts` (this call), 0 for a loaded run."""
+        _deprecated("new_verdicts", "result.new_verdicts")
+        return self.result.new_verdicts if self.result is not None else 0
+
+    @property
+    def errors(self) -> int:
+        """Deprecated: `result.errors` (this call) or `n_error_verdicts` (the whole run)."""
+        _deprecated("errors", "result.errors (this call) or n_error_verdicts (the whole run)")
+        return self.result.errors if self.result is not None else self.n_error_verdicts
+
+    @property
+    def load_errors(self) -> int:
+        """Deprecated: `result.load_errors` (this call) or `n_skipped_records` (the whole run)."""
+        _deprecated("load_errors", "result.load_errors (this call) or n_skipped_records (the whole run)")
+        return self.result.load_errors if self.result is not None else self.n_skipped_records
 
     # --- frames ------------------------------------------------------------------------------------------
 
     @cached_property
     def _settings(self):
-        from verifybench.api import settings_for
+        from verifybench.evaluation.reading import settings_for
 
         return settings_for(self.run_dir, self.manifest)
 
@@ -330,8 +346,14 @@ class Run:
 
         return pd.DataFrame(tidy_metrics(self.metrics_json), columns=METRIC_COLUMNS)
 
-    @cached_property
+    @property
     def thresholds(self) -> pd.DataFrame:
+        """Deprecated name of `threshold_table` (`verifybench.thresholds()` fits a policy; this reads one)."""
+        _deprecated("thresholds", "threshold_table")
+        return self.threshold_table
+
+    @cached_property
+    def threshold_table(self) -> pd.DataFrame:
         """One row per verifier and slice: the threshold metrics.json records, where it came from (source,
         and kind, fallback_from, degenerate where the metrics layer says), and why there is none."""
         import pandas as pd
@@ -362,48 +384,78 @@ class Run:
             table = f"<p>{escape(str(e))}</p>"
         return f"<p><b>{escape(repr(self))}</b></p>{table}<p>report: {escape(str(self.report_path))}</p>"
 
-    # --- the commands that take a run --------------------------------------------------------------------
+    # --- the commands that take a run ----------------------------------------------------------------------
 
-    def compare(self, other: Run | str | Path | None = None, verifiers: list[str] | None = None, **kwargs):
+    def compare(self, other: Run | str | Path | None = None, verifiers: list[str] | None = None,
+                refit: bool = False) -> Comparison:
         """Paired comparison on the test split (`verifybench compare`): this run's verifiers pairwise, or
-        each against the verifier of the same id in `other` (a run over the same cases)."""
-        from verifybench import api
+        each against the verifier of the same id in `other` (a run over the same cases), at this run's
+        threshold on both sides, or at each run's own with `refit`."""
+        from verifybench.gating.compare import compare
 
-        return api.compare(self.run_dir, _dir(other) if other is not None else None, verifiers, **kwargs)
+        return compare(self.run_dir, _dir(other) if other is not None else None, verifiers, refit=refit)
 
-    def baseline(self, out: str | Path | None = None, policy: str | Path | None = None, **kwargs) -> Path:
+    def baseline(self, out: str | Path | None = None, policy: str | Path | None = None) -> Path:
         """Record this run as the baseline a gate compares to (`verifybench baseline`); returns its path."""
-        from verifybench import api
+        from verifybench.gating.gate import baseline
 
-        return api.baseline(self.run_dir, out=out, policy=policy, **kwargs)
+        return baseline(self.run_dir, out=out, policy=policy)
 
-    def gate(self, baseline: str | Path, **kwargs):
+    def gate(self, baseline: str | Path, max_drop: list[str] | None = None, max_rise: list[str] | None = None,
+             min_cases: int | None = None, slices: str = "all", junit: str | Path | None = None,
+             summary: str | Path | None = None, allow_batch_latency: bool = False) -> GateResult:
         """Gate this run against a baseline (`verifybench gate`); returns the `GateResult` (its
         `exit_code`), or raises `GateRefused` when the comparison is invalid."""
-        from verifybench import api
+        from verifybench.gating.gate import gate
+        from verifybench.metrics.settings import GATE_MIN_CASES
 
-        return api.gate(self.run_dir, baseline, **kwargs)
+        return gate(self.run_dir, baseline, max_drop, max_rise, GATE_MIN_CASES if min_cases is None else min_cases,
+                    slices, junit, summary, allow_batch_latency)
 
-    def policy(self, **kwargs) -> dict[str, Any]:
-        """Fit thresholds per slice (`verifybench thresholds`: by=, target=, min_per_class=, out=) and return
-        the policy document."""
-        from verifybench import api
+    def policy(self, by: str = "doc_type", target: str | None = None, min_per_class: int | None = None,
+               out: str | Path | None = None) -> dict[str, Any]:
+        """Fit thresholds per slice (`verifybench thresholds`) and return the policy document."""
+        from verifybench.evaluation.reading import thresholds
 
-        return api.thresholds(self.run_dir, **kwargs)
+        if target is None:
+            return thresholds(self.run_dir, by=by, min_per_class=min_per_class, out=out)
+        return thresholds(self.run_dir, by=by, target=target, min_per_class=min_per_class, out=out)
 
-    def log_to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None):
-        """Log this run to MLflow (`verifybench log`); see `api.log_to_mlflow`."""
-        from verifybench import api
+    def log(self, tracking_uri: str | None = None, experiment: str | None = None) -> Logged:
+        """Log this run to MLflow (`verifybench log`)."""
+        from verifybench.tracking.mlflow_store import log_run
 
-        return api.log_to_mlflow(self.run_dir, tracking_uri, experiment)
+        return log_run(self.run_dir, tracking_uri, experiment)
 
-    def finish(self) -> Path:
+    def log_to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> Logged:
+        """Deprecated name of `log`."""
+        import warnings
+
+        warnings.warn("Run.log_to_mlflow is deprecated; use Run.log (the CLI command's name)", DeprecationWarning,
+                      stacklevel=2)
+        return self.log(tracking_uri, experiment)
+
+    def report(self) -> Path:
         """Recompute metrics.json and re-render report.html (`verifybench report`), then reload."""
-        from verifybench import api
+        from verifybench.pipeline.finish import report
 
-        path = api.finish(self.run_dir)
+        path = report(self.run_dir)
         self.reload()
         return path
+
+    def finish(self) -> Path:
+        """Deprecated name of `report`."""
+        import warnings
+
+        warnings.warn("Run.finish is deprecated; use Run.report (the CLI command's name)", DeprecationWarning,
+                      stacklevel=2)
+        return self.report()
+
+
+def _deprecated(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"Run.{old} is deprecated; use Run.{new}", DeprecationWarning, stacklevel=3)
 
 
 def _dir(run: Run | str | Path) -> Path:

@@ -40,6 +40,9 @@ import numpy as np
 import pandas as pd
 
 from verifybench.errors import VerifybenchError
+from verifybench.evaluation.policy import load_policy
+from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.metrics import compute_metrics, evaluate
 from verifybench.metrics.bootstrap import (
     ALPHA,
     N_BOOT,
@@ -51,7 +54,8 @@ from verifybench.metrics.bootstrap import (
 )
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.metrics.thresholds import per_value
-from verifybench.rundir import read_json
+from verifybench.rundir import MANIFEST, read_json, write_json
+from verifybench.rundir.checks import require_complete
 
 FORMAT = 2
 QUALITY = ("f1", "precision", "recall", "balanced_accuracy", "auroc", "auprc")
@@ -210,10 +214,20 @@ class Check:
 
 @dataclass
 class GateResult:
+    """What a gate found: every check, notes, and the Markdown summary a CI job posts (`markdown`)."""
+
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    summary: str = ""
+    markdown: str = ""
     suite: str = ""
+
+    @property
+    def summary(self) -> str:
+        """Deprecated name of `markdown` (`Run.summary` is a DataFrame; this is the Markdown text)."""
+        import warnings
+
+        warnings.warn("GateResult.summary is deprecated; use GateResult.markdown", DeprecationWarning, stacklevel=2)
+        return self.markdown
 
     @property
     def failed(self) -> list[Check]:
@@ -475,3 +489,93 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or "verifiers" not in doc:
         raise GateRefused(f"{path}: not a verifybench baseline")
     return doc
+
+
+# --- the flows behind `verifybench baseline` and `verifybench gate` ------------------------------------
+
+def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | Path | None = None) -> Path:
+    """Record a finished run's metrics (thresholds from `policy` when given) as the baseline a gate
+    compares to. Refuses an unfinished run, a verifier missing verdicts, or duplicated verdicts.
+
+    Args:
+        run_dir: a finished run.
+        out: where to write it (default: metrics/<suite>.json).
+        policy: thresholds to use instead of the run's own fitted ones.
+    """
+    run_dir = Path(run_dir)
+    overrides = {}
+    if policy is not None:
+        by, overrides["policy"] = load_policy(policy)
+        overrides["by"] = by
+    s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
+    manifest, cases, verdicts = read_run(run_dir, s)
+    require_complete(run_dir, manifest, cases, verdicts, "a baseline")
+    f = scored_frame(cases, verdicts, s)
+    del verdicts
+    doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+    path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, doc)
+    return path
+
+
+def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | None = None,
+         max_rise: list[str] | None = None, min_cases: int = GATE_MIN_CASES, slices: str = "all",
+         junit: str | Path | None = None, summary: str | Path | None = None, allow_batch_latency: bool = False):
+    """Compare a run with a committed baseline; see this module's docstring for the rules.
+
+    Returns a `GateResult` (exit code 0, 1, or 2 when a metric asked for by name cannot be gated); raises
+    `GateRefused` (exit code 2) when the comparison is invalid. The baseline's thresholds are held (a gate
+    never refits them); each check also shows what a refit on this run would give. The JUnit and
+    Markdown files are written in every case, a refusal included, with its reason.
+    """
+    run_dir = Path(run_dir)
+    suite_name = "unknown"
+    try:
+        base = load_baseline(baseline_path)
+        suite_name = str(base.get("suite") or suite_name)
+        held = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
+                for vid, v in base["verifiers"].items()}
+        s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base["by"])
+        s.policy_source = f"baseline {Path(baseline_path).name} (held)"
+        s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
+        # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
+        own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base["by"], policy=None)
+        own.n_boot = 1  # only the refit thresholds are read from this pass
+        manifest, cases, verdicts = read_run(run_dir, s, own)
+        require_complete(run_dir, manifest, cases, verdicts, "a gate")
+        f = scored_frame(cases, verdicts, s)
+        current = build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
+        del f
+        refit_metrics = evaluate(scored_frame(cases, verdicts, own), own, n_cases=len(cases))
+        del verdicts
+        refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],
+                       **{k: sm["threshold"]["value"] for k, sm in m["slices"].items()}}
+                 for vid, m in refit_metrics["verifiers"].items()}
+        result = run_gate(base, current, label_lookup(cases),
+                          parse_limits(max_drop, DEFAULT_DROPS, QUALITY),
+                          parse_limits(max_rise, {}, COSTS), min_cases=min_cases, slices=slices,
+                          refit=refit, explicit={i.partition("=")[0].strip().lower() for i in max_drop or []},
+                          allow_batch_latency=allow_batch_latency)
+    except VerifybenchError as e:
+        reason = str(e) if isinstance(e, GateRefused) else f"refusing to gate: {e}"
+        if junit:
+            _write_text(junit, refusal_junit(reason, suite_name))
+        if summary:
+            _write_text(summary, refusal_markdown(reason, suite_name))
+        if isinstance(e, GateRefused):
+            raise
+        raise GateRefused(reason) from None
+    result.markdown = markdown_summary(result, base["suite"])
+    if junit:
+        _write_text(junit, junit_xml(result, base["suite"]))
+    if summary:
+        _write_text(summary, result.markdown)
+    return result
+
+
+def _write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+

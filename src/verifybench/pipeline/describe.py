@@ -1,0 +1,96 @@
+"""Counting a suite's cases without running a verifier (`verifybench describe`): by doc type, label and
+split, which raw label values became which label, and how many labeled cases each slice still needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from verifybench.errors import RecordError
+from verifybench.loaders import iter_cases
+from verifybench.loaders.fields import LabelLog, recording_labels
+from verifybench.metrics.settings import GATE_MIN_CASES
+from verifybench.pipeline.runner import count_cases_rows
+from verifybench.suite import Suite, load_suite
+
+
+def describe(suite: str | Path | Suite, data_dir: str | Path | None = None, limit: int | None = None,
+                   min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+    """Read a suite's data without running a verifier: counts by doc type, label and split; which raw label
+    values became which label; per slice, labeled cases of each class and how many more a threshold and
+    a gate need (see `runner.describe`)."""
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite, data_dir=data_dir, limit=limit)
+    return count_suite(suite, min_cases=min_cases)
+
+
+
+def count_suite(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+    """Count a suite's cases by doc type, label and split without running any verifier; say which raw
+    label values became which label, and per slice how many labeled cases of each class it has and how
+    many it needs for a fitted threshold and for a gate."""
+    errors: list[RecordError] = []
+    rows: list[dict[str, Any]] = []
+    log = LabelLog()
+    # Every record is looked at, bad ones counted and shown, whatever `on_error` a run would apply.
+    lenient = suite.dataset.model_copy(update={"on_error": "skip"})
+    with recording_labels(log):
+        for case in iter_cases(lenient, errors):
+            rows.append({"id": case.id, "dataset": case.dataset, "doc_type": case.doc_type, "split": case.split,
+                         "label": case.label, "meta": case.meta})
+    counts = count_cases_rows(rows)
+    counts["skipped_records"] = len(errors)
+    counts["skipped_examples"] = [str(e) for e in errors[:5]]
+    counts["on_error"] = suite.dataset.on_error
+    counts["suite"] = suite.name
+    counts["loader"] = suite.dataset.loader
+    counts["label_values"] = log.rows()
+    counts["slices"] = slice_needs(rows, suite.metrics, min_cases)
+    return counts
+
+
+def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None,
+                min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+    """Per slice (the metrics' `by` field, doc type by default): labeled cases of each class, how they fall
+    on the calibration and test splits (the same split the metrics layer draws), and how many more of each
+    class to label before the slice gets its own threshold (`min_per_class` of each class on the
+    calibration split) and can be gated (`min_cases` test cases)."""
+    import math
+
+    from verifybench.cases import Verdict
+    from verifybench.metrics import Settings, frame
+    from verifybench.metrics.summary import OVERALL
+    from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES
+
+    s = Settings.from_suite(metrics_block)
+    named = {str(r.get("split") or "").lower() for r in rows}
+    from_data = bool(named & set(CALIBRATION_NAMES)) and bool(named & set(TEST_NAMES))
+    cal_share = 1.0 if from_data else 1.0 - s.test_fraction  # of newly labeled cases, the share calibrated on
+    test_share = 1.0 if from_data else s.test_fraction
+    out: dict[str, Any] = {"by": s.by, "min_per_class": s.min_per_class, "min_cases": min_cases,
+                           "split": "from the cases' split field" if from_data else
+                           f"seeded, {s.test_fraction:.0%} test", "rows": {}}
+    if not rows:
+        return out
+    f = frame(rows, [Verdict(case_id=r["id"], verifier="-", score=0.0) for r in rows], s.by, s.seed, s.test_fraction)
+
+    def need(n: int, have: int, share: float) -> int:
+        return 0 if have >= n or share <= 0 else math.ceil((n - have) / share)
+
+    groups = [(OVERALL, f), *sorted(f.groupby("slice"), key=lambda kv: str(kv[0]))]
+    for key, g in groups:
+        cal, test = g[g["role"] == "calibration"], g[g["role"] == "test"]
+        cal_h, cal_f = int(cal["label"].sum()), int((~cal["label"]).sum())
+        out["rows"][str(key)] = {
+            "hallucinated": int(g["label"].sum()), "faithful": int((~g["label"]).sum()),
+            "calibration": {"hallucinated": cal_h, "faithful": cal_f},
+            "test": {"hallucinated": int(test["label"].sum()), "faithful": int((~test["label"]).sum())},
+            "threshold": min(cal_h, cal_f) >= s.min_per_class,
+            "gate": len(test) >= min_cases,
+            # More labeled cases to add (of each class, in all) for a threshold / for a gate.
+            "more_for_threshold": {"hallucinated": need(s.min_per_class, cal_h, cal_share),
+                                   "faithful": need(s.min_per_class, cal_f, cal_share)},
+            "more_for_gate": need(min_cases, len(test), test_share),
+        }
+    return out
+

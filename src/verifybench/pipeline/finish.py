@@ -1,0 +1,120 @@
+"""Finishing a run: metrics.json and report.html computed from the stored results (`verifybench report`);
+no verifier runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from verifybench import reporting
+from verifybench.errors import VerifybenchError
+from verifybench.evaluation import spans_pairs
+from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.metrics import compute_metrics
+from verifybench.metrics.summary import shortcuts
+from verifybench.pipeline.runner import resume_suite, scan_dataset
+from verifybench.rundir import (
+    COMPLETE,
+    MANIFEST,
+    METRICS,
+    REPORT,
+    SCORED,
+    hold,
+    read_cases_at,
+    read_errors,
+    read_json,
+    read_verdicts_at,
+    write_json,
+)
+from verifybench.tables import release_memory
+from verifybench.verifiers import get_verifier_class
+
+
+def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
+    """(Re)compute metrics.json and render report.html from stored results; no verifier runs.
+
+    The dataset is read once more, for the shortcut check's surface cues (cached in the run) and the
+    sources of the cases the report shows; if it cannot be read, the report says so and goes on. Holds
+    the run directory's lock (refused while a run writes it). A run whose every verdict is written
+    ("scored") becomes "complete" once metrics.json and report.html exist; a failed or interrupted run
+    keeps its status (its report shows what was computed).
+    """
+    run_dir = Path(run_dir)
+    read_json(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
+    with hold(run_dir):
+        path = _finish(run_dir, data_dir)
+        manifest = read_json(run_dir / MANIFEST)
+        if manifest.get("status") == SCORED and (run_dir / METRICS).exists() and (run_dir / REPORT).exists():
+            write_json(run_dir / MANIFEST, {**manifest, "status": COMPLETE})
+    return path
+
+
+
+def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
+    s = settings_for(run_dir, read_json(run_dir / MANIFEST))
+    manifest, cases, verdicts = read_run(run_dir, s)
+    f = scored_frame(cases, verdicts, s)
+    # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
+    del verdicts
+    f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
+    release_memory()
+    metrics = compute_metrics(cases, None, s, scored=f)
+    spans_pairs.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
+    # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
+    picks = {vid: reporting.worst_rows(f, vid, m["overall"]["threshold"]["value"])
+             for vid, m in metrics["verifiers"].items()}
+    worst = {}
+    for vid, rows in picks.items():
+        idx = [i for _, i in rows]
+        verdicts_shown = read_verdicts_at(run_dir, f["offset"].to_numpy()[idx])
+        cases_shown = read_cases_at(run_dir, cases["offset"].to_numpy()[f["case_row"].to_numpy()[idx]])
+        worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
+    del f
+    release_memory()  # before the dataset is read again
+    notes = []
+    try:
+        cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
+                                     run_dir, case_ids=cases["id"])
+    except VerifybenchError as e:
+        cues, sources = None, {}
+        notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
+                     "worst cases are missing from this report.")
+    if cues is not None:
+        metrics["shortcuts"] = shortcuts(cases, cues)
+    for vid, said in verifier_notes(manifest, cases["id"]).items():
+        if vid in metrics["verifiers"]:
+            metrics["verifiers"][vid]["notes"] = said
+        notes += [f"{vid}: {n}" for n in said]
+    for picks_ in worst.values():
+        for p in picks_:
+            p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
+    write_json(run_dir / METRICS, metrics)
+    return reporting.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
+
+
+
+def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[str, list[str]]:
+    """What verifiers have to say about a run as a whole, once all its cases are known (a predictions
+    file's ids that match no case): from each verifier class that has `run_notes(case_ids)`, rebuilt
+    from the manifest's config. A verifier that cannot be rebuilt here says so instead."""
+    out: dict[str, list[str]] = {}
+    ids: set[str] | None = None  # a set of a million ids only when some verifier asks for it
+    for v in manifest["verifiers"]:
+        try:
+            cls = get_verifier_class(v["name"])
+        except VerifybenchError:
+            continue
+        if not callable(getattr(cls, "run_notes", None)):
+            continue
+        options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
+        try:
+            if ids is None:
+                ids = set(case_ids)
+            said = cls(id=v["id"], **options).run_notes(ids)
+        except Exception as e:  # noqa: BLE001 - a note that cannot be made must not lose the report
+            said = [f"could not be checked after the run ({type(e).__name__}: {e})"]
+        if said:
+            out[v["id"]] = list(said)
+    return out
+

@@ -1,0 +1,46 @@
+"""The run directory: its files and how they are read and written (`files`), the one-writer lock
+(`files.RunLock`, `hold`), the checks a run must pass before it is measured (`checks`) and the git
+state recorded in its manifest (`provenance`). The names below are the package's interface."""
+
+from verifybench.rundir.files import (
+    BLOCK,
+    CASES,
+    COMPLETE,
+    CUES,
+    ERRORS,
+    FAILED,
+    LOCK,
+    MANIFEST,
+    METRICS,
+    REPORT,
+    RESULTS,
+    RUNNING,
+    SCORED,
+    TEXT_CLIP,
+    JsonlAppender,
+    RunDirError,
+    RunLock,
+    RunLocked,
+    _blocks,
+    case_index_row,
+    hold,
+    iter_jsonl,
+    iter_lines,
+    read_case_frame,
+    read_case_index,
+    read_cases_at,
+    read_errors,
+    read_json,
+    read_verdict_frame,
+    read_verdicts,
+    read_verdicts_at,
+    repair_tail,
+    write_json,
+    write_jsonl,
+)
+
+__all__ = ["BLOCK", "CASES", "COMPLETE", "CUES", "ERRORS", "FAILED", "LOCK", "MANIFEST", "METRICS", "REPORT",
+           "RESULTS", "RUNNING", "SCORED", "TEXT_CLIP", "JsonlAppender", "RunDirError", "RunLock", "RunLocked",
+           "_blocks", "case_index_row", "hold", "iter_jsonl", "iter_lines", "read_case_frame", "read_case_index",
+           "read_cases_at", "read_errors", "read_json", "read_verdict_frame", "read_verdicts", "read_verdicts_at",
+           "repair_tail", "write_json", "write_jsonl"]
