@@ -37,7 +37,7 @@ LAYERS: list[set[str]] = [
 # Clients outside the layers: they may use anything below the surface, and nothing imports them.
 CLIENTS = {"training"}
 
-# The invariants architecture.md states in words, checked directly so a failure names them.
+# The invariants docs/architecture.md states in words, checked directly so a failure names them.
 FORBIDDEN = {
     "verifiers": {"metrics", "loaders", "reporting", "pipeline", "rundir", "suite", "gating", "evaluation", "training"},
     "metrics": {"verifiers", "loaders", "reporting", "pipeline", "rundir", "executors", "suite", "training"},
@@ -159,3 +159,16 @@ def test_the_checker_sees_a_lazy_relative_import():
     assert ("verifybench.reporting", 5, False) in found and ("verifybench", 5, False) not in found
     assert _area("verifybench.metrics.curves") in FORBIDDEN[_area("verifybench.verifiers.judge")]
     assert ("torch", 1, True) in found
+
+
+def test_architecture_page_matches_the_layers():
+    """docs/architecture.md's layer table names every package of LAYERS, in its layer, and no other."""
+    import re
+
+    page = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("<!-- layers: begin -->")[1].split("<!-- layers: end -->")[0]
+    documented = {}
+    for row in table.strip().splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        documented[int(cells[0])] = set(re.findall(r"`(\w+)`", cells[1]))
+    assert documented == dict(enumerate(LAYERS)), "update docs/architecture.md's layer table to LAYERS"

@@ -6,6 +6,7 @@ from itertools import islice
 import pandas as pd
 import pytest
 from conftest import write
+from pydantic import ValidationError
 
 from verifybench.errors import DataError
 from verifybench.loaders import DatasetSpec, iter_cases
@@ -183,7 +184,7 @@ def test_parse_label_compares_by_meaning():
 
 
 def test_fieldspec_rejects_unknown_keys():
-    with pytest.raises(Exception, match="respnse"):
+    with pytest.raises(ValidationError, match="respnse"):
         FieldSpec.model_validate({"respnse": "x"})
 
 
@@ -341,7 +342,7 @@ def test_jsonl_strings_are_never_parsed_as_lists(tmp_path):
 
 @pytest.mark.parametrize("column", ["is_correct", "faithful", "consistent", "supported", "isCorrect", "meta.grounded"])
 def test_a_label_column_named_for_the_opposite_needs_an_explicit_choice(column):
-    with pytest.raises(Exception, match=rf"label column '{column}' sounds like true/1 means the response is right"):
+    with pytest.raises(ValidationError, match=rf"label column '{column}' sounds like true/1 means the response is right"):
         FieldSpec.model_validate({"label": column})
     flipped = FieldSpec.model_validate({"label": column, "positive": "faithful"})
     assert parse_label(1, flipped.hallucinated, flipped.faithful) is False
@@ -360,7 +361,7 @@ def test_label_columns_that_point_the_default_way_need_nothing(column):
 
 
 def test_the_same_value_on_both_sides_is_refused():
-    with pytest.raises(Exception, match="both hallucinated and faithful"):
+    with pytest.raises(ValidationError, match="both hallucinated and faithful"):
         FieldSpec.model_validate({"hallucinated": [1, "bad"], "faithful": ["1"]})
 
 

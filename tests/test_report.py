@@ -1,6 +1,7 @@
 import json
 import re
 
+import pytest
 from conftest import write
 
 from verifybench import api
@@ -36,7 +37,12 @@ def test_probabilistic_verifier_gets_calibration_and_claims_are_shown(tmp_path, 
     api.run(suite, out=tmp_path / "run", progress=False)
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())
     ce = metrics["verifiers"]["lp"]["overall"]["calibration_error"]
-    assert 0 <= ce["ece"] <= 1 and 0 <= ce["brier"] <= 1 and sum(ce["reliability"]["count"]) == 384
+    # The Brier score recomputed from the stored verdicts and the cases' labels (it is mean((p - y)^2)).
+    labels = {r["id"]: r["label"] for r in map(json.loads, (tmp_path / "run/cases.jsonl").read_text().splitlines())}
+    verdicts = [json.loads(line) for line in (tmp_path / "run/results.jsonl").read_text().splitlines()]
+    brier = sum((v["score"] - float(labels[v["case_id"]])) ** 2 for v in verdicts) / len(verdicts)
+    assert ce["brier"] == pytest.approx(brier, abs=1e-6) and 0 < ce["ece"] < 1
+    assert sum(ce["reliability"]["count"]) == len(verdicts) == 384
     html = (tmp_path / "run/report.html").read_text()
     assert html.count('<img alt="curves of lp"') == 2  # PR/ROC and the reliability diagram
     assert "supported" in html and "↳" in html  # per-claim evidence in the per-case view

@@ -8,6 +8,7 @@ from conftest import write
 
 from helpers.fake_llm import FakeLLM
 from verifybench.cases import Case, Source
+from verifybench.errors import VerifybenchError
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.loaders.fields import FieldSpec
 from verifybench.rundir import case_index_row
@@ -118,14 +119,14 @@ def test_spans_in_a_csv_cell(tmp_path):
 
 def test_a_bad_span_is_an_error_naming_file_line_and_field(tmp_path):
     path = _jsonl(tmp_path, [{"response": "short", "label": 1, "s": [{"start": 0, "end": 99}]}])
-    with pytest.raises(Exception) as e:
+    with pytest.raises(VerifybenchError) as e:
         list(iter_cases(spec(loader="jsonl", path=str(path), fields={"spans": "s"})))
     assert "data.jsonl:1" in str(e.value) and "field 's'" in str(e.value) and "[0, 99)" in str(e.value)
 
 
 def test_annotators_without_a_merge_rule_are_refused_for_that_record(tmp_path):
     path = _jsonl(tmp_path, [{"response": RESPONSE, "label": 1, "s": [["Paris is"], ["capital"]]}])
-    with pytest.raises(Exception, match="spans_merge"):
+    with pytest.raises(VerifybenchError, match="spans_merge"):
         list(iter_cases(spec(loader="jsonl", path=str(path), fields={"spans": "s"})))
 
 

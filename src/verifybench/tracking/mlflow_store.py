@@ -162,7 +162,7 @@ def metric_rows(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 def params_of(manifest: dict[str, Any], metrics: dict[str, Any], has_policy: bool) -> dict[str, str]:
-    """What the run's numbers are reproducible from (architecture.md: suite hash, dataset hash,
+    """What the run's numbers are reproducible from (docs/architecture.md: suite hash, dataset hash,
     verifier config hashes, versions, seed), as MLflow params."""
     suite, data = manifest.get("suite") or {}, manifest.get("dataset") or {}
     p: dict[str, Any] = {
