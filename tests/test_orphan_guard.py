@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 PARENT = r"""
 import subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-m", "verifybench.verifiers.llm.orphan_guard", str(__import__("os").getpid()),
@@ -26,6 +28,7 @@ def _alive(pid: int) -> bool:
         return f.read().split()[2] != "Z"
 
 
+@pytest.mark.slow  # waits up to 15 s for the orphaned server to exit
 def test_the_guarded_server_exits_when_its_parent_is_killed():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
