@@ -23,6 +23,8 @@ LAYERS: list[set[str]] = [
     # built on one or two of them
     {"suite", "executors", "report", "gate", "compare", "policy", "tracking", "localization", "runcheck"},
     {"runner", "history", "inline"},
+    # closing the loop from runs, baselines and decision logs: cascades, label queues, drift
+    {"feedback"},
     # the surface: one function per command (api), the Run object its calls return (results), and the
     # package's lazy re-exports of both; they refer to each other, so they share a layer
     {"api", "results", "__init__"},

@@ -511,9 +511,25 @@ def components() -> dict[str, dict[str, str]]:
     return {"loaders": loaders, "verifiers": verifiers}
 
 
+# --- closing the loop (verifybench.feedback): cascades, label queues, drift --------------------------------
+
+def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, out: str | Path | None = None,
+            max_loss: float | None = None, pick: str | None = None) -> dict[str, Any]:
+    """Each of `checks` alone, `any` / `all` of them, and a cascade per pair (the faster check decides where
+    it is confident), from a run's verdicts without re-scoring: fitted on the calibration split, measured
+    on the test split (see `verifybench.feedback.cascade`). With `out`, the best cascade (or `pick`, a
+    candidate's name) is written there as a guard file."""
+    from verifybench.feedback import cascade as fc
+
+    result = fc.cascades(run_dir, checks, target=target, max_loss=fc.MAX_LOSS if max_loss is None else max_loss)
+    if out is not None:
+        result["guard_file"] = str(fc.write_guard(run_dir, result, out, pick))
+    return result
+
+
 # The public surface: every CLI command's function (run, finish = report, describe_suite = describe,
 # thresholds, compare, baseline, gate, log_to_mlflow = log, history, components = list), the Python-only
 # calls, and the types they take and return.
 __all__ = ["DEFAULT_SUITE", "OVERALL", "Case", "FieldSpec", "Run", "Source", "Verdict", "Verifier", "VerifybenchError",
-           "baseline", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
+           "baseline", "cascade", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
            "load_run", "log_to_mlflow", "resume", "run", "thresholds"]

@@ -458,5 +458,47 @@ def list_components() -> None:
         console.print(table)
 
 
+@app.command(name="cascade")
+def cascade_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="a finished run")],
+    checks: Annotated[str, typer.Option("--checks", help="comma-separated verifier ids, e.g. rouge,anchors")],
+    target: Annotated[str | None, typer.Option("--target", help="threshold target (default: the suite's)")] = None,
+    max_loss: Annotated[float | None, typer.Option(
+        "--max-loss", help="a cascade may lose this much of the expensive check's calibration quality (0.01)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="write the best cascade (or --pick) as a guard file")] = None,
+    pick: Annotated[str | None, typer.Option("--pick", help="the candidate --out writes, by name")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Cascades and any / all of checks from a run, without re-scoring: fitted on the calibration split,
+    precision / recall / F1 (95% CI), latency and cost on the test split."""
+    try:
+        result = api.cascade(run_dir, [c.strip() for c in checks.split(",") if c.strip()], target=target,
+                             out=out, max_loss=max_loss, pick=pick)
+    except VerifybenchError as e:
+        _fail(e)
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table("combination", "test P", "test R", "test F1 [95% CI]", "mean ms", "p95 ms", "deferred", "cost/1k",
+                  "Pareto", title=f"test split ({result['test_cases']} cases; errors count as wrong); fitted on "
+                                  f"{result['calibration_cases']} calibration cases, {result['target']}")
+    for c in result["candidates"]:
+        t, lat = c["test"], c["test"].get("latency_ms") or {}
+        ci = (t.get("ci") or {}).get("f1") or [None, None]
+        table.add_row(Text(c["name"] + (" (best)" if c["name"] == result.get("best") else "")), _f(t.get("precision")),
+                      _f(t.get("recall")), f"{_f(t.get('f1'))} [{_f(ci[0])}, {_f(ci[1])}]", _ms(lat.get("mean")),
+                      _ms(lat.get("p95")), "-" if t.get("deferred_share") is None else f"{t['deferred_share']:.0%}",
+                      "-" if t.get("cost_per_1k") is None else f"{t['cost_per_1k']:.4g}", "yes" if c.get("pareto") else "")
+    (console if console.is_terminal else Console(width=max(console.width, 140))).print(table)
+    for c in result["candidates"]:
+        if c["kind"] == "cascade":
+            r = c["region"]
+            console.print(Text(f"{c['name']}: passed at or below {_f(r['pass_at_or_below'], 4)}, flagged at or above "
+                               f"{_f(r['flag_at_or_above'], 4)} (cheap check; null = no such region), else "
+                               f"{c['checks'][1]} at {_f(c['thresholds'][c['checks'][1]], 4)}"))
+    if result.get("guard_file"):
+        print(result["guard_file"])
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,158 @@
+"""A finished run directory as one row per case and one score column per check: what the cascade, the
+stacked combination, the label queue and drift read.
+
+Built from the columnar readers (`rundir.read_case_frame`, `read_verdict_frame`) and the metrics
+layer's own `frame`, so the calibration / test split and the slices are exactly the ones the report
+and the gate used. Nothing is re-scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from verifybench.errors import VerifybenchError
+from verifybench.metrics.curves import sorted_curve
+from verifybench.metrics.operating import WARMUP, latency_kind_codes
+from verifybench.metrics.settings import OVERALL, Settings
+from verifybench.metrics.summary import frame, meta_fields
+from verifybench.metrics.thresholds import Target, select_threshold
+from verifybench.policy import load_policy
+from verifybench.runcheck import require_one_verdict_each
+from verifybench.rundir import MANIFEST, read_case_frame, read_json, read_verdict_frame
+
+POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results (as api.POLICY)
+
+
+def run_settings(run_dir: Path, manifest: dict[str, Any], **overrides: Any) -> Settings:
+    """A run's metric settings: its suite's `metrics:` block, a policy stored in the run, then
+    `overrides` (the same order as `api.settings_for`)."""
+    s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), where=manifest["suite"].get("path") or "<suite>",
+                            **overrides)
+    s.probabilistic = {v["id"] for v in manifest["verifiers"] if v.get("probabilistic")}
+    s.binary = {v["id"] for v in manifest["verifiers"] if v.get("binary")}
+    if (run_dir / POLICY).exists() and "policy" not in overrides:
+        s.by, s.policy = load_policy(run_dir / POLICY)
+    return s
+
+
+@dataclass
+class Check:
+    """One verifier's verdicts, one entry per case of the run (NaN where it has no scored verdict)."""
+
+    id: str
+    score: np.ndarray  # NaN: an error verdict, or none
+    latency: np.ndarray  # ms; NaN where not recorded
+    warmup: np.ndarray  # the latency includes loading models (the first batch of a worker)
+    cost: np.ndarray  # USD; NaN where not reported
+    config: dict[str, Any] = field(default_factory=dict)
+    config_hash: str | None = None
+
+    @property
+    def ok(self) -> np.ndarray:
+        return ~np.isnan(self.score)
+
+
+@dataclass
+class RunTable:
+    """A run as arrays over its cases: label, role, slice, and one `Check` per verifier."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    settings: Settings
+    case_id: pd.Series
+    label: np.ndarray
+    cal: np.ndarray
+    test: np.ndarray
+    slice: np.ndarray  # integer codes into `slices`
+    slices: list[str]
+    doc_type: np.ndarray  # integer codes into `doc_types`
+    doc_types: list[str]
+    checks: dict[str, Check]
+    split_from: str
+
+    def check(self, vid: str) -> Check:
+        if vid not in self.checks:
+            raise VerifybenchError(f"{self.run_dir}: no verifier {vid!r} in this run (its verifiers: "
+                                   f"{', '.join(self.checks)})")
+        return self.checks[vid]
+
+    def threshold(self, vid: str, target: Target | None = None) -> dict[str, Any]:
+        """The check's whole-set threshold: given (a policy, `metrics.fixed`, a binary decision) or fitted on
+        the calibration split's scored cases, as `metrics.summary` fits it. The value is None when the
+        calibration split is too small or no threshold reaches the target."""
+        s, c = self.settings, self.check(vid)
+        target = target or s.target
+        given = (s.policy or {}).get(vid, {})
+        if OVERALL in given:
+            return {"value": float(given[OVERALL]), "kind": "given", "source": s.policy_source}
+        if vid in s.binary:
+            return {"value": 1.0, "kind": "given", "source": "the verifier's own 0/1 decision (binary)"}
+        sel = self.cal & c.ok
+        y, sc = self.label[sel], c.score[sel]
+        n_pos, n_neg = int(y.sum()), int((~y).sum())
+        if min(n_pos, n_neg) < s.min_per_class:
+            return {"value": None, "kind": None, "warning": f"the calibration split has {n_pos} hallucinated and "
+                    f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)"}
+        order = np.argsort(-sc, kind="mergesort")
+        curve = sorted_curve(y[order], sc[order])
+        i = select_threshold(curve, target)
+        if i is None:
+            return {"value": None, "kind": None, "warning": f"no threshold reaches {target} on the calibration split"}
+        return {"value": float(curve.thresholds[i]), "kind": "fitted",
+                "source": f"fitted on the calibration split ({target})"}
+
+
+def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
+    """The run directory `run_dir` as a `RunTable` (settings from the suite, then `overrides`)."""
+    run_dir = Path(run_dir)
+    manifest = read_json(run_dir / MANIFEST)
+    s = run_settings(run_dir, manifest, **overrides)
+    cases = read_case_frame(run_dir, meta=meta_fields(s.by))
+    verdicts = read_verdict_frame(run_dir)
+    require_one_verdict_each(run_dir, cases, verdicts)
+    f = frame(cases, verdicts, s.by, s.seed, s.test_fraction)
+    del verdicts
+    n = len(cases)
+    row = f["case_row"].to_numpy()
+    first = np.full(n, -1, np.int64)
+    first[row[::-1]] = np.arange(len(row))[::-1]  # a frame row of each case (any verifier's)
+    have = first >= 0
+    role = np.full(n, "", dtype=object)
+    role[have] = np.asarray(f["role"].to_numpy(), dtype=object)[first[have]]
+    sl = f["slice"]
+    codes = np.full(n, -1, np.int64)
+    slices = [str(c) for c in sl.cat.categories]
+    codes[have] = sl.cat.codes.to_numpy()[first[have]]
+    dt = cases["doc_type"]
+    doc_types = [str(c) for c in dt.cat.categories] + ["none"]
+    dcodes = dt.cat.codes.to_numpy().astype(np.int64)
+    dcodes[dcodes < 0] = len(doc_types) - 1
+    configs = {v["id"]: v for v in manifest.get("verifiers") or []}
+    checks: dict[str, Check] = {}
+    vcodes = f["verifier"].cat.codes.to_numpy()
+    score_all = np.where(f["ok"].to_numpy(bool), f["score"].to_numpy(float, na_value=np.nan), np.nan)
+    lat_all = f["latency_ms"].to_numpy(float, na_value=np.nan)
+    kind_all = latency_kind_codes(f["latency_kind"])
+    cost_all = f["cost_usd"].to_numpy(float, na_value=np.nan)
+    for code, vid in enumerate(f["verifier"].cat.categories):
+        rows = np.flatnonzero(vcodes == code)
+        at = row[rows]
+
+        def spread(values: np.ndarray, fill: Any = np.nan, dtype: Any = float) -> np.ndarray:
+            out = np.full(n, fill, dtype=dtype)
+            out[at] = values[rows]  # noqa: B023 - used inside this iteration only
+            return out
+
+        v = configs.get(str(vid), {})
+        checks[str(vid)] = Check(id=str(vid), score=spread(score_all), latency=spread(lat_all),
+                                 warmup=spread(kind_all == WARMUP, False, bool), cost=spread(cost_all),
+                                 config=v.get("config") or {}, config_hash=v.get("config_hash"))
+    return RunTable(run_dir=run_dir, manifest=manifest, settings=s, case_id=cases["id"],
+                    label=cases["label"].to_numpy(bool), cal=role == "calibration", test=role == "test",
+                    slice=codes, slices=slices, doc_type=dcodes, doc_types=doc_types, checks=checks,
+                    split_from=f.attrs.get("split_from", "seeded"))

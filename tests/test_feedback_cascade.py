@@ -1,0 +1,160 @@
+"""Cascades and combinations from a run directory (verifybench.feedback.cascade): every test-split figure
+equals a brute-force recomputation from the run's verdicts, one case at a time; the confident region
+and the thresholds are fitted on the calibration split only."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import need_shared
+from typer.testing import CliRunner
+
+import verifybench as vb
+from verifybench.cli import app
+from verifybench.feedback.cascade import cascades
+from verifybench.rundir import RESULTS, read_case_index, read_verdicts
+
+SUITE = """\
+name: halueval-qa-loop
+dataset:
+  loader: halueval
+  path: {path}
+  sample: 600
+  seed: 0
+verifiers:
+  - rouge
+  - bleu
+batch_size: 64
+metrics:
+  bootstrap: 200
+"""
+
+
+@pytest.fixture(scope="module")
+def qa_run(tmp_path_factory, data_dir) -> Path:
+    """rouge and bleu over a seeded sample of 600 HaluEval QA cases (real shared data)."""
+    (qa,) = need_shared(data_dir, "halueval/qa_data.json")
+    work = tmp_path_factory.mktemp("loop")
+    suite = work / "qa.yaml"
+    suite.write_text(SUITE.format(path=qa), encoding="utf-8")
+    return vb.run(suite, out=work / "run", progress=False).run_dir
+
+
+def brute(run_dir: Path, name: str, result: dict) -> dict:
+    """The candidate's test-split counts, latency and cost recomputed from Verdict objects and the
+    case index, one case at a time (the split from `Run.verdicts`, which the metrics layer assigns)."""
+    verdicts = {(v.verifier, v.case_id): v for v in read_verdicts(run_dir)}
+    labels = {r["id"]: bool(r["label"]) for r in read_case_index(run_dir)}
+    split = dict(zip(vb.load_run(run_dir).verdicts["case_id"], vb.load_run(run_dir).verdicts["split"]))
+    c = next(r for r in result["candidates"] if r["name"] == name)
+    thr = c["thresholds"]
+    counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    lat, deferred, n = [], 0, 0
+
+    def flags(vid, cid):
+        v = verdicts[(vid, cid)]
+        if v.error is not None or v.score is None:
+            return None
+        return v.score >= thr[vid]
+
+    for cid, y in labels.items():
+        if split[cid] != "test":
+            continue
+        n += 1
+        used = list(c["checks"])
+        if c["kind"] == "single":
+            f = flags(used[0], cid)
+        elif c["kind"] in ("any", "all"):
+            fs = [flags(v, cid) for v in used]
+            f = None if None in fs else (any(fs) if c["kind"] == "any" else all(fs))
+        else:
+            cheap, exp = used
+            v = verdicts[(cheap, cid)]
+            lo = c["region"]["pass_at_or_below"]
+            hi = c["region"]["flag_at_or_above"]
+            lo = -math.inf if lo is None else lo
+            hi = math.inf if hi is None else hi
+            if v.error is None and v.score is not None and v.score <= lo:
+                f, used = False, [cheap]
+            elif v.error is None and v.score is not None and v.score >= hi:
+                f, used = True, [cheap]
+            else:
+                f = flags(exp, cid)
+                deferred += 1
+        pred = (not y) if f is None else f  # an error counts as wrong
+        counts[("t" if pred == y else "f") + ("p" if pred else "n")] += 1
+        ls = [verdicts[(u, cid)] for u in used]
+        if all(x.latency_ms is not None and x.latency_kind != "warmup" for x in ls):
+            lat.append(sum(x.latency_ms for x in ls))
+    return {"counts": counts, "n": n, "lat": lat, "deferred": deferred}
+
+
+def test_every_candidate_equals_a_brute_force_recomputation(qa_run):
+    result = cascades(qa_run, ["rouge", "bleu"])
+    metrics = json.loads((qa_run / "metrics.json").read_text())
+    names = [c["name"] for c in result["candidates"]]
+    assert names == ["rouge", "bleu", "any(rouge,bleu)", "all(rouge,bleu)", "cascade(rouge->bleu)"]
+    for vid in ("rouge", "bleu"):  # the thresholds are the ones the report fitted on the calibration split
+        assert result["candidates"][names.index(vid)]["thresholds"][vid] == \
+            metrics["verifiers"][vid]["overall"]["threshold"]["value"]
+    for c in result["candidates"]:
+        b = brute(qa_run, c["name"], result)
+        t = c["test"]
+        assert t["confusion"] == b["counts"], c["name"]
+        assert t["n"] == b["n"] == result["test_cases"]
+        tp, fp, fn = b["counts"]["tp"], b["counts"]["fp"], b["counts"]["fn"]
+        assert t["f1"] == pytest.approx(2 * tp / (2 * tp + fp + fn))
+        assert t["precision"] == pytest.approx(tp / (tp + fp)) and t["recall"] == pytest.approx(tp / (tp + fn))
+        lo, hi = t["ci"]["f1"]
+        assert lo <= t["f1"] <= hi and hi - lo > 0
+        assert t["latency_ms"]["cases"] == len(b["lat"])
+        assert t["latency_ms"]["mean"] == pytest.approx(np.mean(b["lat"]))
+        assert t["latency_ms"]["p95"] == pytest.approx(np.percentile(b["lat"], 95))
+        if c["kind"] == "cascade":
+            assert t["deferred_share"] == pytest.approx(b["deferred"] / b["n"])
+    cas = result["candidates"][-1]
+    # the single test-split metrics agree with the report's, which counts only scored cases (none failed here)
+    assert result["candidates"][0]["test"]["f1"] == pytest.approx(metrics["verifiers"]["rouge"]["overall"]["test"]["f1"])
+    assert cas["fit"]["grid_points"] > 100
+
+
+def test_the_region_and_thresholds_are_fitted_on_the_calibration_split_only(qa_run, tmp_path):
+    """Scrambling every test-split score changes the test figures but not one fitted number."""
+    before = cascades(qa_run, ["rouge", "bleu"])
+    copy = tmp_path / "run"
+    shutil.copytree(qa_run, copy)
+    test_ids = set(vb.load_run(qa_run).verdicts.query("split == 'test'")["case_id"])
+    rng = np.random.default_rng(1)
+    lines = []
+    for raw in (qa_run / RESULTS).read_text().splitlines():
+        v = json.loads(raw)
+        if v["case_id"] in test_ids and v.get("score") is not None:
+            v["score"] = float(rng.random())
+        lines.append(json.dumps(v))
+    (copy / RESULTS).write_text("\n".join(lines) + "\n")
+    (copy / "metrics.json").unlink()
+    after = cascades(copy, ["rouge", "bleu"])
+    for a, b in zip(before["candidates"], after["candidates"]):
+        assert a["thresholds"] == b["thresholds"]
+        assert a.get("region") == b.get("region") and a.get("fit") == b.get("fit")
+    assert [c["test"]["confusion"] for c in before["candidates"]] != [c["test"]["confusion"] for c in after["candidates"]]
+
+
+def test_cli_cascade_writes_a_guard_file(qa_run, tmp_path):
+    out = tmp_path / "guard.yaml"
+    r = CliRunner().invoke(app, ["cascade", str(qa_run), "--checks", "rouge,bleu", "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    doc = yaml.safe_load(out.read_text())
+    best = next(c for c in result["candidates"] if c["name"] == result["best"])
+    assert doc["combine"]["kind"] == "cascade" and doc["combine"]["cheap"] == best["checks"][0]
+    assert doc["combine"]["flag_at_or_above"] == best["region"]["flag_at_or_above"]
+    assert [c["verifier"] for c in doc["checks"]] == best["checks"]
+    assert all(c["config_hash"] for c in doc["checks"])
+    assert doc["measured"]["f1"] == best["test"]["f1"]
+    bad = CliRunner().invoke(app, ["cascade", str(qa_run), "--checks", "rouge,nope"])
+    assert bad.exit_code == 2 and "nope" in bad.output and "rouge, bleu" in bad.output
