@@ -158,3 +158,50 @@ def test_cli_cascade_writes_a_guard_file(qa_run, tmp_path):
     assert doc["measured"]["f1"] == best["test"]["f1"]
     bad = CliRunner().invoke(app, ["cascade", str(qa_run), "--checks", "rouge,nope"])
     assert bad.exit_code == 2 and "nope" in bad.output and "rouge, bleu" in bad.output
+
+
+def test_the_stack_is_fitted_on_calibration_cases_only(qa_run, monkeypatch, tmp_path):
+    """Every row scikit-learn is given to fit on is a calibration case's, the final fit holds them all, and
+    scrambling the test split's scores and labels leaves the fitted model and threshold as they were."""
+    from sklearn.preprocessing import StandardScaler
+
+    from verifybench.feedback.runs import read_run
+    from verifybench.feedback.stack import coefficients, fit_stack
+    from verifybench.metrics.thresholds import parse_target
+
+    t = read_run(qa_run)
+    seen = []
+    real_fit = StandardScaler.fit
+
+    def spy(self, X, y=None, **kw):
+        seen.append(np.asarray(X).copy())
+        return real_fit(self, X, y, **kw)
+
+    monkeypatch.setattr(StandardScaler, "fit", spy)
+    st = fit_stack(t, ["rouge", "bleu"], parse_target("f1"))
+    monkeypatch.undo()
+    cal_rows = np.flatnonzero(t.cal)
+    assert set(st.fitted_rows.tolist()) == set(cal_rows.tolist()) and not (set(cal_rows) & set(np.flatnonzero(t.test)))
+    cal_x = st.features(t, cal_rows)
+    cal_set = {tuple(r) for r in cal_x.tolist()}
+    test_set = {tuple(r) for r in st.features(t, np.flatnonzero(t.test)).tolist()} - cal_set
+    assert len(seen) == 6 and len(seen[-1]) == len(cal_rows)  # 5 folds, then the whole calibration split
+    for x in seen:
+        rows = {tuple(r) for r in x.tolist()}
+        assert rows <= cal_set and not rows & test_set
+    # Scramble the test split: same model, same threshold.
+    t.checks["rouge"].score[t.test] = np.random.default_rng(0).random(int(t.test.sum()))
+    t.label = t.label.copy()
+    t.label[t.test] = ~t.label[t.test]
+    again = fit_stack(t, ["rouge", "bleu"], parse_target("f1"))
+    assert coefficients(again) == coefficients(st) and again.threshold == st.threshold
+
+    result = cascades(qa_run, ["rouge", "bleu"], stack=True)
+    s = result["candidates"][-1]
+    assert s["kind"] == "stack" and s["fitted_on_cases"] == len(cal_rows) == result["calibration_cases"]
+    assert [p["b"] for p in s["paired"]] == ["rouge", "bleu"]
+    for p in s["paired"]:
+        d = p["metrics"]["f1"]
+        assert d["diff"] == pytest.approx(s["test"]["f1"] - next(c for c in result["candidates"]
+                                                                   if c["name"] == p["b"])["test"]["f1"])
+        assert d["ci"][0] <= d["diff"] <= d["ci"][1]

@@ -467,13 +467,15 @@ def cascade_cmd(
         "--max-loss", help="a cascade may lose this much of the expensive check's calibration quality (0.01)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="write the best cascade (or --pick) as a guard file")] = None,
     pick: Annotated[str | None, typer.Option("--pick", help="the candidate --out writes, by name")] = None,
+    stack: Annotated[bool, typer.Option("--stack", help="also a logistic regression on the checks' scores, fitted "
+                                        "on the calibration split, compared with each member")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Cascades and any / all of checks from a run, without re-scoring: fitted on the calibration split,
     precision / recall / F1 (95% CI), latency and cost on the test split."""
     try:
         result = api.cascade(run_dir, [c.strip() for c in checks.split(",") if c.strip()], target=target,
-                             out=out, max_loss=max_loss, pick=pick)
+                             out=out, max_loss=max_loss, pick=pick, stack=stack)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
@@ -496,6 +498,11 @@ def cascade_cmd(
             console.print(Text(f"{c['name']}: passed at or below {_f(r['pass_at_or_below'], 4)}, flagged at or above "
                                f"{_f(r['flag_at_or_above'], 4)} (cheap check; null = no such region), else "
                                f"{c['checks'][1]} at {_f(c['thresholds'][c['checks'][1]], 4)}"))
+    for c in result["candidates"]:
+        for p in c.get("paired") or []:
+            for metric, d in p["metrics"].items():
+                console.print(Text(f"{c['name']} - {p['b']}: {metric} {d['diff']:+.3f} [{d['ci'][0]:+.3f}, "
+                                   f"{d['ci'][1]:+.3f}], p {d['p_value']:.3g} (paired bootstrap, {p['cases']} test cases)"))
     if result.get("guard_file"):
         print(result["guard_file"])
 

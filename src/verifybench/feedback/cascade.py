@@ -182,8 +182,8 @@ def fit_cascade(t: RunTable, cheap: str, expensive: str, threshold: float, targe
     levels = np.unique(np.quantile(s_sorted, np.linspace(0, 1, grid + 1))) if len(s_sorted) else np.empty(0)
     lows = np.r_[-np.inf, levels]  # pass at or below
     highs = np.r_[levels, np.inf]  # flag at or above
-    k_lo = np.searchsorted(s_sorted, lows, side="right")  # cases [0, k_lo) passed
-    k_hi = np.searchsorted(s_sorted, highs, side="left")  # cases [k_hi, m) flagged
+    k_lo = np.asarray(np.searchsorted(s_sorted, lows, side="right"))  # cases [0, k_lo) passed
+    k_hi = np.asarray(np.searchsorted(s_sorted, highs, side="left"))  # cases [k_hi, m) flagged
     m = len(s_sorted)
     a, b = k_lo[:, None], k_hi[None, :]
     valid = (lows[:, None] < highs[None, :]) & (a <= b)
@@ -232,10 +232,12 @@ def measure(t: RunTable, d: Decisions, n_boot: int, seed: int) -> dict[str, Any]
 
 
 def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Target | None = None,
-             max_loss: float = MAX_LOSS, n_boot: int | None = None) -> dict[str, Any]:
+             max_loss: float = MAX_LOSS, n_boot: int | None = None, stack: bool = False) -> dict[str, Any]:
     """Each check alone, `any` and `all` of them, and for every pair a cascade with the faster check
     (on the calibration split) as the cheap one: thresholds and regions fitted on the calibration split,
-    everything reported on the test split. `best` is the cascade kept by the calibration-split rule
+    everything reported on the test split. With `stack`, also a logistic regression on the checks'
+    scores fitted on the calibration split (`feedback.stack`), compared with each member by the paired
+    bootstrap. `best` is the cascade kept by the calibration-split rule
     (see the module's doc) with the highest calibration quality; no test figure chooses anything."""
     t = run_dir if isinstance(run_dir, RunTable) else read_run(run_dir)
     if len(checks) < 1 or len(set(checks)) != len(checks):
@@ -272,6 +274,25 @@ def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Ta
                                       "checks": [cheap, expensive], "thresholds": {expensive: thresholds[expensive]},
                                       "region": {k: fit[k] for k in ("pass_at_or_below", "flag_at_or_above")},
                                       "fit": fit["calibration"], "test": measure(t, d, boot, seed)})
+    if stack:
+        from verifybench.feedback.stack import coefficients, compare_members, fit_stack
+
+        st = fit_stack(t, list(checks), tgt, seed=seed)
+        if st.threshold is None:
+            raise VerifybenchError(f"stack: no threshold reaches {tgt} on the calibration split")
+        score = np.full(len(t.label), np.nan)
+        score[t.test] = st.score(t, np.flatnonzero(t.test))
+        ok = ~np.isnan(score)
+        zero = np.zeros(len(score))
+        d = Decisions(flagged=ok & (np.where(ok, score, -np.inf) >= st.threshold), error=~ok & t.test,
+                      latency=_case_latency(*((t.check(v).latency, t.check(v).warmup, ~np.isnan(zero))
+                                              for v in checks)),
+                      cost=_case_cost(*((t.check(v).cost, ~np.isnan(zero)) for v in checks)))
+        out["candidates"].append({"name": f"stack({','.join(checks)})", "kind": "stack", "checks": list(checks),
+                                  "thresholds": {"stack": st.threshold}, "model": "logistic regression",
+                                  "coefficients": coefficients(st), "fitted_on_cases": int(len(st.fitted_rows)),
+                                  "test": measure(t, d, boot, seed),
+                                  "paired": compare_members(t, st, thresholds, boot, seed)})
     rows = out["candidates"]
     f1 = [r["test"].get("f1") for r in rows]
     p95 = [(r["test"].get("latency_ms") or {}).get("p95", np.nan) for r in rows]
@@ -307,6 +328,8 @@ def guard_document(t: RunTable, result: dict[str, Any], name: str | None = None)
     combine_doc: dict[str, Any] = {"kind": r["kind"] if r["kind"] != "single" else "single"}
     if r["kind"] == "cascade":
         combine_doc.update(cheap=r["checks"][0], expensive=r["checks"][1], **r["region"])
+    if r["kind"] == "stack":
+        combine_doc.update(model=r["model"], threshold=r["thresholds"]["stack"], **r["coefficients"])
     test = r["test"]
     return {
         "format": GUARD_FORMAT,
