@@ -10,38 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import need_shared
 from typer.testing import CliRunner
 
 import verifybench as vb
+from helpers.loop_runs import make_qa_run
 from verifybench.cli import app
 from verifybench.feedback.cascade import cascades
 from verifybench.rundir import RESULTS, read_case_index, read_verdicts
 
-SUITE = """\
-name: halueval-qa-loop
-dataset:
-  loader: halueval
-  path: {path}
-  sample: 600
-  seed: 0
-verifiers:
-  - rouge
-  - bleu
-batch_size: 64
-metrics:
-  bootstrap: 200
-"""
-
 
 @pytest.fixture(scope="module")
 def qa_run(tmp_path_factory, data_dir) -> Path:
-    """rouge and bleu over a seeded sample of 600 HaluEval QA cases (real shared data)."""
-    (qa,) = need_shared(data_dir, "halueval/qa_data.json")
-    work = tmp_path_factory.mktemp("loop")
-    suite = work / "qa.yaml"
-    suite.write_text(SUITE.format(path=qa), encoding="utf-8")
-    return vb.run(suite, out=work / "run", progress=False).run_dir
+    return make_qa_run(tmp_path_factory, data_dir)
 
 
 def brute(run_dir: Path, name: str, result: dict) -> dict:

@@ -529,9 +529,36 @@ def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, o
     return result
 
 
+def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str = "uncertain", seed: int = 0,
+                random_share: float = 0.2, labeled: list[str | Path] | None = None, min_per_class: int = 30,
+                verifiers_from: str | Path | None = None) -> dict[str, Any]:
+    """Pick `budget` distinct cases of a guard log directory or a run directory for reviewers; write them
+    as a CSV with an empty label column (and the inclusion probabilities that weight estimates), and a
+    suite beside it that reads it back once labeled (see `verifybench.feedback.queue`)."""
+    from verifybench.feedback.queue import label_queue as queue
+
+    return queue(source, budget, out, strategy=strategy, seed=seed, random_share=random_share, labeled=labeled,
+                 min_per_class=min_per_class, verifiers_from=verifiers_from)
+
+
+def label_merge(files: list[str | Path], out: str | Path) -> dict[str, Any]:
+    """Merge labeled queues (newest first): one row per case id; conflicting labels are reported and left
+    empty, never resolved silently."""
+    from verifybench.feedback.queue import merge
+
+    return merge(files, out)
+
+
+def label_estimate(path: str | Path) -> dict[str, Any]:
+    """Weighted (by 1 / inclusion probability) and unweighted estimates from one labeled queue."""
+    from verifybench.feedback.queue import estimate
+
+    return estimate(path)
+
+
 # The public surface: every CLI command's function (run, finish = report, describe_suite = describe,
 # thresholds, compare, baseline, gate, log_to_mlflow = log, history, components = list), the Python-only
 # calls, and the types they take and return.
 __all__ = ["DEFAULT_SUITE", "OVERALL", "Case", "FieldSpec", "Run", "Source", "Verdict", "Verifier", "VerifybenchError",
            "baseline", "cascade", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
-           "load_run", "log_to_mlflow", "resume", "run", "thresholds"]
+           "label_estimate", "label_merge", "label_queue", "load_run", "log_to_mlflow", "resume", "run", "thresholds"]

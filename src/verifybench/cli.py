@@ -507,5 +507,82 @@ def cascade_cmd(
         print(result["guard_file"])
 
 
+@app.command(name="label-queue")
+def label_queue(
+    source: Annotated[Path, typer.Argument(help="a guard log directory or a run directory")],
+    budget: Annotated[int, typer.Option("--budget", min=1, help="how many cases to send to reviewers")],
+    out: Annotated[Path, typer.Option("--out", help="the CSV to write (a suite .yaml is written beside it)")],
+    strategy: Annotated[str, typer.Option("--strategy", help="uncertain, stratified or disagree")] = "uncertain",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    random_share: Annotated[float, typer.Option(
+        "--random-share", help="share of the budget drawn at random (for unbiased estimates)")] = 0.2,
+    labeled: Annotated[list[Path] | None, typer.Option(
+        "--labeled", help="an earlier labeled CSV: its cases are not queued again, its labels count toward needs")] = None,
+    min_per_class: Annotated[int, typer.Option("--min-per-class", help="labeled cases of each class a slice needs")] = 30,
+    verifiers_from: Annotated[Path | None, typer.Option(
+        "--verifiers-from", help="a suite or run whose verifiers the generated suite uses (for a log)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Which N production cases to label next: a CSV with an empty label column, reviewer fields and the
+    checks' evidence, and a suite beside it that `verifybench run` reads once labeled."""
+    try:
+        r = api.label_queue(source, budget, out, strategy=strategy, seed=seed, random_share=random_share,
+                            labeled=labeled, min_per_class=min_per_class, verifiers_from=verifiers_from)
+    except VerifybenchError as e:
+        _fail(e)
+    for line in r["skipped_log_lines"]:
+        _note(line)
+    if as_json:
+        print(json.dumps(r))
+        return
+    console.print(Text(f"{r['budget']} of {r['pool']} unlabeled cases ({r['already_labeled']} already labeled): "
+                       + ", ".join(f"{n} {p}" for p, n in r["parts"].items())))
+    table = Table("doc type", "labeled (calibration) H / F", "still needs H / F", "queued", "queued flagged",
+                  title=f"per doc type: a threshold of its own needs {min_per_class} calibration cases of each class")
+    for d, n in r["needs"].items():
+        have = n["calibration_labeled"]
+        table.add_row(Text(d), f"{have['hallucinated']} / {have['faithful']}",
+                      f"{n['more_hallucinated']} / {n['more_faithful']}", str(n["queued"]), str(n["queued_flagged"]))
+    console.print(table)
+    print(r["csv"])
+    print(r["suite"])
+
+
+@app.command(name="label-merge")
+def label_merge(
+    files: Annotated[list[Path], typer.Argument(help="labeled CSVs, newest first")],
+    out: Annotated[Path, typer.Option("--out", help="the merged CSV")],
+) -> None:
+    """Merge labeled queues: one row per case id. Exit 1 when two files label a case differently (the case
+    is kept with an empty label and a `conflict` cell naming both)."""
+    try:
+        r = api.label_merge(files, out)
+    except VerifybenchError as e:
+        _fail(e)
+    console.print(Text(f"{r['rows']} cases, {r['labeled']} labeled, {len(r['conflicts'])} conflicting"))
+    for c in r["conflicts"]:
+        err.print(Text(f"conflict: {c['id']}: {c['labels']}"), highlight=False)
+    print(r["csv"])
+    if r["conflicts"]:
+        raise typer.Exit(1)
+
+
+@app.command(name="label-estimate")
+def label_estimate(path: Annotated[Path, typer.Argument(help="a labeled queue CSV")]) -> None:
+    """Hallucination rate and each check's flag rate, precision and recall from a labeled queue, weighted
+    by 1 / inclusion probability (the whole window) beside unweighted (the queue)."""
+    try:
+        r = api.label_estimate(path)
+    except VerifybenchError as e:
+        _fail(e)
+    table = Table("estimate", "weighted (window)", "unweighted (queue)",
+                  title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")
+    table.add_row("hallucination rate", _f(r["hallucination_rate"]["weighted"]), _f(r["hallucination_rate"]["unweighted"]))
+    for v, m in r["checks"].items():
+        for k, d in m.items():
+            table.add_row(Text(f"{v} {k}"), _f(d["weighted"]), _f(d["unweighted"]))
+    console.print(table)
+
+
 if __name__ == "__main__":
     app()
