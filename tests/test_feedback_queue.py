@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 import verifybench as vb
-from helpers.loop_runs import make_qa_run
+from helpers.loop_runs import make_qa_run, write_guard_log
 from verifybench.cli import app
 from verifybench.feedback.queue import estimate, label_queue, merge
-from verifybench.feedback.window import from_log, from_run, read_log
+from verifybench.feedback.window import from_log, read_log
 from verifybench.rundir import read_case_index
 
 
@@ -26,27 +26,7 @@ def qa_run(tmp_path_factory, data_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def guard_log(qa_run, tmp_path_factory) -> Path:
-    """A decision log in the guard's schema: the run's cases (texts from the run's dataset), each check's
-    score and slice threshold, two files, the second ending in a torn line."""
-    w = from_run(qa_run)
-    texts = w.texts(np.arange(len(w)))
-    d = tmp_path_factory.mktemp("guard-log")
-    lines = []
-    for i, t in enumerate(texts):
-        checks = [{"verifier": v, "score": float(w.scores[v][i]), "threshold": float(w.thresholds[v][i]),
-                   "threshold_source": "fitted on the calibration split (max F1)",
-                   "flagged": bool(w.scores[v][i] >= w.thresholds[v][i]), "error": None, "latency_ms": 0.1}
-                  for v in w.scores]
-        rec = {"id": t["id"], "response": t["response"], "sources": t["sources"], "question": t.get("question"),
-               "doc_type": t["doc_type"], "meta": t.get("meta") or {},
-               "decision": {"action": "flag" if any(c["flagged"] for c in checks) else "allow",
-                            "request_id": f"req-{i}", "checks": checks, "guard_hash": "g1", "policy_hash": "p1",
-                            "time": "2026-12-01T21:00:00Z"}}
-        lines.append(json.dumps(rec))
-    half = len(lines) // 2
-    (d / "decisions-100-0.jsonl").write_text("\n".join(lines[:half]) + "\n")
-    (d / "decisions-101-0.jsonl").write_text("\n".join(lines[half:]) + "\n" + lines[0][:57])
-    return d
+    return write_guard_log(qa_run, tmp_path_factory.mktemp("guard-log"))
 
 
 def _rows(path: Path) -> list[dict]:

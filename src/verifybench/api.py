@@ -556,9 +556,27 @@ def label_estimate(path: str | Path) -> dict[str, Any]:
     return estimate(path)
 
 
+def drift(reference: str | Path, source: str | Path, max_psi: float | None = None,
+          max_flag_rate_change: float | None = None, max_unseen_share: float | None = None,
+          min_cases: int | None = None, summary: str | Path | None = None, mlflow: str | None = None):
+    """A production window (a guard log directory or a run directory) against a baseline's (or a run's)
+    test split, at the policy's thresholds: flag rate, PSI and Kolmogorov-Smirnov per check and doc type,
+    and the share of doc types without a slice (see `verifybench.feedback.drift`). Returns a
+    `DriftResult` (exit code 0 or 1); raises `DriftRefused` (exit 2). With `mlflow` (a tracking URI) the
+    figures are logged as one MLflow run."""
+    from verifybench.feedback import drift as fd
+
+    limits = {k: v for k, v in (("max_psi", max_psi), ("max_flag_rate_change", max_flag_rate_change),
+                                ("max_unseen_share", max_unseen_share), ("min_cases", min_cases)) if v is not None}
+    result = fd.drift(reference, source, summary=summary, **limits)
+    if mlflow is not None:
+        result.notes.append(f"logged to MLflow as run {fd.log_to_mlflow(result, mlflow)}")
+    return result
+
+
 # The public surface: every CLI command's function (run, finish = report, describe_suite = describe,
 # thresholds, compare, baseline, gate, log_to_mlflow = log, history, components = list), the Python-only
 # calls, and the types they take and return.
 __all__ = ["DEFAULT_SUITE", "OVERALL", "Case", "FieldSpec", "Run", "Source", "Verdict", "Verifier", "VerifybenchError",
-           "baseline", "cascade", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
+           "baseline", "cascade", "check_mlflow", "compare", "components", "describe_suite", "drift", "finish", "gate", "history",
            "label_estimate", "label_merge", "label_queue", "load_run", "log_to_mlflow", "resume", "run", "thresholds"]

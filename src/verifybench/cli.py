@@ -584,5 +584,48 @@ def label_estimate(path: Annotated[Path, typer.Argument(help="a labeled queue CS
     console.print(table)
 
 
+@app.command(name="drift")
+def drift_cmd(
+    reference: Annotated[Path, typer.Argument(help="a baseline (verifybench baseline) or a run directory")],
+    source: Annotated[Path, typer.Argument(help="production: a guard log directory or a run directory")],
+    max_psi: Annotated[float, typer.Option("--max-psi", help="population stability index allowed per check and slice")] = 0.2,
+    max_flag_rate_change: Annotated[float, typer.Option(
+        "--max-flag-rate-change", help="change of the flag rate at the policy's threshold allowed")] = 0.05,
+    max_unseen_share: Annotated[float, typer.Option(
+        "--max-unseen-share", help="share of production cases whose doc type has no slice allowed")] = 0.05,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="scored cases a slice needs on each side")] = 30,
+    summary: Annotated[Path | None, typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
+    mlflow: Annotated[str | None, typer.Option(
+        "--mlflow", metavar="URI", help="log the figures to this MLflow tracking URI")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Has production drifted from the baseline's test split? Exit 1 on drift beyond a limit, 2 when no
+    comparison can be made. Unlabeled production data is enough."""
+    try:
+        result = api.drift(reference, source, max_psi, max_flag_rate_change, max_unseen_share, min_cases, summary,
+                           mlflow=mlflow)
+    except VerifybenchError as e:
+        _fail(e)
+    if as_json:
+        print(json.dumps(result.as_dict()))
+        raise typer.Exit(result.exit_code)
+    table = Table("check", "slice", "cases ref / prod", "flag rate ref", "prod", "change", "PSI", "KS", "KS p", "result",
+                  title="drift: production against the reference's test split, at the policy's thresholds")
+    for r in result.rows:
+        shown = r["status"] + (f": {r['why']}" if r.get("why") else "")
+        table.add_row(Text(r["check"]), Text(r["slice"]), f"{r['reference_cases']} / {r['production_cases']}",
+                      _f(r["reference_flag_rate"]), _f(r["production_flag_rate"]), _f(r["flag_rate_change"]),
+                      _f(r["psi"]), _f(r["ks_statistic"]), _f(r["ks_p_value"], 4),
+                      Text(shown, style="red" if r["status"] == "drift" else ""))
+    (console if console.is_terminal else Console(width=max(console.width, 140))).print(table)
+    u = result.unseen
+    console.print(Text(f"doc types without a slice: {', '.join(u['doc_types']) or 'none'} ({u['share']:.1%} of "
+                       f"cases, limit {u['limit']:.0%}): {u['status']}"))
+    for n in result.notes:
+        _note(n)
+    console.print("no drift beyond the limits" if result.exit_code == 0 else "DRIFT beyond a limit")
+    raise typer.Exit(result.exit_code)
+
+
 if __name__ == "__main__":
     app()
