@@ -19,11 +19,12 @@ from verifybench.errors import VerifybenchError
 from verifybench.metrics.curves import sorted_curve
 from verifybench.metrics.operating import WARMUP, latency_kind_codes
 from verifybench.metrics.settings import OVERALL, Settings
-from verifybench.metrics.summary import frame, meta_fields
-from verifybench.metrics.thresholds import Target, select_threshold
+from verifybench.metrics.summary import check_fields, meta_fields
+from verifybench.metrics.thresholds import Target, per_value, role_of, select_threshold, split_roles
 from verifybench.policy import load_policy
 from verifybench.runcheck import require_one_verdict_each
 from verifybench.rundir import MANIFEST, read_case_frame, read_json, read_verdict_frame
+from verifybench.tables import positions, slice_value
 
 POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results (as api.POLICY)
 
@@ -107,41 +108,64 @@ class RunTable:
                 "source": f"fitted on the calibration split ({target})"}
 
 
+def _slice_codes(cases: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
+    """Each case's slice under `by` as codes into sorted names ("none" for a missing value), as the
+    metrics layer names them."""
+    col = cases[f"meta.{by[5:]}"] if by.startswith("meta.") else cases[by]
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype("category")
+    codes = col.cat.codes.to_numpy().astype(np.int64)
+    cats = [slice_value(c) for c in col.cat.categories]
+    names = sorted(set(cats) | ({"none"} if (codes < 0).any() else set()))
+    at = {n: i for i, n in enumerate(names)}
+    remap = np.array([at[c] for c in cats] + [at.get("none", -1)], dtype=np.int64)
+    return remap[codes], names
+
+
 def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
-    """The run directory `run_dir` as a `RunTable` (settings from the suite, then `overrides`)."""
+    """The run directory `run_dir` as a `RunTable` (settings from the suite, then `overrides`). The split
+    is the metrics layer's (`split_roles`, as `metrics.summary.frame` draws it); a (verifier, case) pair
+    with two verdicts, or a verdict for a case the index lacks, is refused (`runcheck`)."""
     run_dir = Path(run_dir)
     manifest = read_json(run_dir / MANIFEST)
     s = run_settings(run_dir, manifest, **overrides)
     cases = read_case_frame(run_dir, meta=meta_fields(s.by))
+    if len(cases):
+        check_fields(cases, {"metrics.by": s.by})
     verdicts = read_verdict_frame(run_dir)
-    require_one_verdict_each(run_dir, cases, verdicts)
-    f = frame(cases, verdicts, s.by, s.seed, s.test_fraction)
-    del verdicts
     n = len(cases)
-    row = f["case_row"].to_numpy()
-    first = np.full(n, -1, np.int64)
-    first[row[::-1]] = np.arange(len(row))[::-1]  # a frame row of each case (any verifier's)
-    have = first >= 0
-    role = np.full(n, "", dtype=object)
-    role[have] = np.asarray(f["role"].to_numpy(), dtype=object)[first[have]]
-    sl = f["slice"]
-    codes = np.full(n, -1, np.int64)
-    slices = [str(c) for c in sl.cat.categories]
-    codes[have] = sl.cat.codes.to_numpy()[first[have]]
+    pos = positions(verdicts["case_id"], cases["id"]) if len(verdicts) else np.empty(0, np.int64)
+    vcat = verdicts["verifier"].astype("category") if not isinstance(verdicts["verifier"].dtype, pd.CategoricalDtype) \
+        else verdicts["verifier"]
+    vcodes = vcat.cat.codes.to_numpy().astype(np.int64)
+    nv = max(len(vcat.cat.categories), 1)
+    if len(pos) and ((pos < 0).any() or np.bincount(pos * nv + vcodes).max() > 1):
+        require_one_verdict_each(run_dir, cases, verdicts)  # raises, naming the cases
+    label = cases["label"].to_numpy(bool)
+    splits = cases["split"]
+    role = split_roles(splits, seed=s.seed, test_fraction=s.test_fraction, labels=label,
+                       groups=cases["group"].to_numpy(), strata=cases["doc_type"])
+    from_field = bool(len(role)) and bool((role == per_value(splits, role_of)).all())
+    codes, slices = _slice_codes(cases, s.by)
     dt = cases["doc_type"]
     doc_types = [str(c) for c in dt.cat.categories] + ["none"]
     dcodes = dt.cat.codes.to_numpy().astype(np.int64)
     dcodes[dcodes < 0] = len(doc_types) - 1
     configs = {v["id"]: v for v in manifest.get("verifiers") or []}
+    score_all = verdicts["score"].to_numpy(float, na_value=np.nan)
+    score_all = np.where(verdicts["error"].isna().to_numpy(), score_all, np.nan)
+    lat_all = verdicts["latency_ms"].to_numpy(float, na_value=np.nan)
+    warm_all = latency_kind_codes(verdicts["latency_kind"]) == WARMUP
+    cost_all = verdicts["cost_usd"].to_numpy(float, na_value=np.nan)
+    del verdicts
     checks: dict[str, Check] = {}
-    vcodes = f["verifier"].cat.codes.to_numpy()
-    score_all = np.where(f["ok"].to_numpy(bool), f["score"].to_numpy(float, na_value=np.nan), np.nan)
-    lat_all = f["latency_ms"].to_numpy(float, na_value=np.nan)
-    kind_all = latency_kind_codes(f["latency_kind"])
-    cost_all = f["cost_usd"].to_numpy(float, na_value=np.nan)
-    for code, vid in enumerate(f["verifier"].cat.categories):
-        rows = np.flatnonzero(vcodes == code)
-        at = row[rows]
+    order = np.argsort(vcodes, kind="stable")
+    bounds = np.searchsorted(vcodes[order], np.arange(nv + 1))
+    for code, vid in enumerate(vcat.cat.categories):
+        rows = order[bounds[code]:bounds[code + 1]]
+        if not len(rows):
+            continue
+        at = pos[rows]
 
         def spread(values: np.ndarray, fill: Any = np.nan, dtype: Any = float) -> np.ndarray:
             out = np.full(n, fill, dtype=dtype)
@@ -150,9 +174,8 @@ def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
 
         v = configs.get(str(vid), {})
         checks[str(vid)] = Check(id=str(vid), score=spread(score_all), latency=spread(lat_all),
-                                 warmup=spread(kind_all == WARMUP, False, bool), cost=spread(cost_all),
+                                 warmup=spread(warm_all, False, bool), cost=spread(cost_all),
                                  config=v.get("config") or {}, config_hash=v.get("config_hash"))
-    return RunTable(run_dir=run_dir, manifest=manifest, settings=s, case_id=cases["id"],
-                    label=cases["label"].to_numpy(bool), cal=role == "calibration", test=role == "test",
-                    slice=codes, slices=slices, doc_type=dcodes, doc_types=doc_types, checks=checks,
-                    split_from=f.attrs.get("split_from", "seeded"))
+    return RunTable(run_dir=run_dir, manifest=manifest, settings=s, case_id=cases["id"], label=label,
+                    cal=role == "calibration", test=role == "test", slice=codes, slices=slices, doc_type=dcodes,
+                    doc_types=doc_types, checks=checks, split_from="field" if from_field else "seeded")
