@@ -12,10 +12,14 @@ production run's `cheap` scores are shifted by 0.05. Then, in a fresh process ea
 - cascade: `verifybench cascade reference --checks cheap,expensive --json` (read the run, fit the
   thresholds and the cascade's region on the calibration split, measure every candidate on the test
   split with 1,000-resample intervals);
-- drift: `verifybench drift reference production --json` (both runs read: two million verdicts).
+- drift (baseline vs run): `verifybench drift baseline.json production --json`, the usual use: a
+  baseline recorded once (`verifybench baseline reference`, not timed) against a million-verdict window;
+- drift (run vs run): `verifybench drift reference production --json` (both runs read: two million
+  verdicts).
 
-Peak RSS is the child's `ru_maxrss` from `os.wait4`; wall time is measured around the child (so it
-includes starting Python and importing).
+Peak RSS is the child's `ru_maxrss` and CPU time its user + system time, from `os.wait4`; wall time is
+measured around the child (so it includes starting Python and importing). On a shared machine the CPU
+time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -64,8 +68,8 @@ def write_run(path: Path, n: int, seed: int, shift: float = 0.0) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
-def run_child(cmd: list[str], work: Path) -> tuple[float, float, int, str]:
-    """Wall time, peak RSS (MB, from wait4), exit code and output of a child process."""
+def run_child(cmd: list[str], work: Path) -> tuple[float, float, float, int, str]:
+    """Wall time, CPU time (user + system), peak RSS (MB, from wait4), exit code and output of a child."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out_path = work / "child.out"
     t0 = time.perf_counter()
@@ -74,7 +78,8 @@ def run_child(cmd: list[str], work: Path) -> tuple[float, float, int, str]:
         _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, p.returncode, out_path.read_text(encoding="utf-8")
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024, p.returncode, out_path.read_text(encoding="utf-8")
 
 
 def main() -> None:
@@ -89,18 +94,27 @@ def main() -> None:
         write_run(ref, args.cases, seed=0)
         write_run(prod, args.cases, seed=1, shift=0.05)
         print(f"wrote two runs of {args.cases:,} cases x 2 checks in {time.perf_counter() - t0:.0f} s")
+    base = args.work / "baseline.json"
+    if not base.exists() or base.stat().st_mtime < (ref / "results.jsonl").stat().st_mtime:
+        t0 = time.perf_counter()
+        _, _, _, code, out = run_child([sys.executable, "-m", "verifybench.cli", "baseline", str(ref), "--out", str(base)],
+                                       args.work)
+        if code:
+            raise SystemExit(out)
+        print(f"recorded the reference's baseline in {time.perf_counter() - t0:.0f} s (not timed below)")
     exe = [sys.executable, "-m", "verifybench.cli"]
     phases = {
         "cascade": [*exe, "cascade", str(ref), "--checks", "cheap,expensive", "--json", *(["--stack"] if args.stack else [])],
-        "drift": [*exe, "drift", str(ref), str(prod), "--json"],
+        "drift (baseline vs run)": [*exe, "drift", str(base), str(prod), "--json"],
+        "drift (run vs run)": [*exe, "drift", str(ref), str(prod), "--json"],
     }
     print(f"load average before: {os.getloadavg()[0]:.1f}")
-    print("| phase | verdicts read | wall s | peak RSS MB | exit |")
-    print("|---|---|---|---|---|")
+    print("| phase | verdicts read | wall s | CPU s | peak RSS MB | exit |")
+    print("|---|---|---|---|---|---|")
     for name, cmd in phases.items():
-        wall, rss, code, out = run_child(cmd, args.work)
-        n = 2 * args.cases * (2 if name == "drift" else 1)
-        print(f"| {name} | {n:,} | {wall:.1f} | {rss:.0f} | {code} |")
+        wall, cpu, rss, code, out = run_child(cmd, args.work)
+        n = 2 * args.cases * (2 if name == "drift (run vs run)" else 1)
+        print(f"| {name} | {n:,} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | {code} |")
         if name == "cascade" and code == 0:
             r = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
             for c in r["candidates"]:

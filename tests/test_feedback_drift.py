@@ -94,3 +94,20 @@ def test_psi_of_a_sample_against_itself_is_zero_and_grows_with_a_shift():
     x = rng.random(5000)
     assert psi(x, x) == pytest.approx(0.0, abs=1e-12)
     assert 0 < psi(x, x + 0.05) < psi(x, x + 0.2)
+
+
+@pytest.mark.slow
+def test_drift_figures_are_logged_to_mlflow(qa_run, base, tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)  # MLflow puts artifacts under the working directory
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    t = read_run(qa_run)
+    log = write_guard_log(qa_run, tmp_path / "log", rows=np.flatnonzero(t.cal), shift={"rouge": 0.3})
+    result = api.drift(base, log, mlflow=uri)
+    assert result.exit_code == 1
+    client = mlflow.MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("verifybench-drift").experiment_id])
+    row = next(r for r in result.rows if r["check"] == "rouge" and r["slice"] == "all")
+    assert run.data.metrics["rouge.all.psi"] == pytest.approx(row["psi"])
+    assert run.data.metrics["exit_code"] == 1 and run.info.status == "FAILED"
+    assert any(f"run {run.info.run_id}" in n for n in result.notes)

@@ -256,23 +256,34 @@ def drift(reference_path: str | Path, source: str | Path, max_psi: float = MAX_P
 
 def log_to_mlflow(result: DriftResult, tracking_uri: str, experiment: str = "verifybench-drift",
                   run_name: str | None = None) -> str:
-    """The drift figures as one MLflow run (metrics `<check>.<slice>.psi`, `.flag_rate_change`, ...);
-    returns its run id. Needs the `mlflow` extra."""
+    """The drift figures as one MLflow run (metrics `<check>.<slice>.psi`, `.flag_rate_change`, ...,
+    `exit_code`, `unseen_share`; the Markdown summary as an artifact); returns its run id. Through an
+    `MlflowClient`, so no global MLflow state changes. Needs the `mlflow` extra."""
     import re
+    import tempfile
+    import time
 
-    import mlflow
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
 
-    client_uri = tracking_uri
-    mlflow.set_tracking_uri(client_uri)
-    mlflow.set_experiment(experiment)
-    with mlflow.start_run(run_name=run_name) as run:
-        metrics: dict[str, float] = {"exit_code": float(result.exit_code), "unseen_share": result.unseen["share"]}
-        for row in result.rows:
-            base = re.sub(r"[^A-Za-z0-9_\-. /]", "_", f"{row['check']}.{row['slice']}")
-            for k in ("psi", "ks_statistic", "ks_p_value", "reference_flag_rate", "production_flag_rate",
-                      "flag_rate_change"):
-                if row.get(k) is not None:
-                    metrics[f"{base}.{k}"] = float(row[k])
-        mlflow.log_metrics(metrics)
-        mlflow.set_tag("verifybench.kind", "drift")
-        return str(run.info.run_id)
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(experiment)
+    run = client.create_run(exp_id, run_name=run_name, tags={"verifybench.kind": "drift"})
+    now = int(time.time() * 1000)
+    values: dict[str, float] = {"exit_code": float(result.exit_code), "unseen_share": float(result.unseen["share"])}
+    for row in result.rows:
+        base = re.sub(r"[^A-Za-z0-9_\-. /]", "_", f"{row['check']}.{row['slice']}")
+        for k in ("psi", "ks_statistic", "ks_p_value", "reference_flag_rate", "production_flag_rate",
+                  "flag_rate_change"):
+            if row.get(k) is not None:
+                values[f"{base}.{k}"] = float(row[k])
+    items = [Metric(k, v, now, 0) for k, v in values.items()]
+    for start in range(0, len(items), 1000):
+        client.log_batch(run.info.run_id, metrics=items[start:start + 1000])
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "drift.md"
+        path.write_text(result.summary, encoding="utf-8")
+        client.log_artifact(run.info.run_id, str(path))
+    client.set_terminated(run.info.run_id, "FAILED" if result.exit_code else "FINISHED")
+    return str(run.info.run_id)
