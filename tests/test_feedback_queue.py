@@ -47,6 +47,11 @@ def test_the_log_reader_skips_and_reports_a_torn_last_line(guard_log, qa_run):
     (bad / "decisions-1-0.jsonl").write_text('{"id": "a", "response": "x", "decision": {"checks": [{"score": 1}]}}\n')
     with pytest.raises(vb.VerifybenchError, match=r"decisions-1-0.jsonl:1: field 'decision.checks\[0\].verifier'"):
         read_log(bad)
+    # A retried request logged twice: one case, the last record, reported.
+    rec = '{"id": "a", "response": "%s", "decision": {"checks": [{"verifier": "rouge", "score": %s, "threshold": 0.5}]}}\n'
+    (bad / "decisions-1-0.jsonl").write_text(rec % ("x", 0.1) + rec % ("y", 0.9))
+    w = from_log(bad)
+    assert w.ids.tolist() == ["a"] and w.scores["rouge"].tolist() == [0.9] and "repeat" in w.skipped[0]
 
 
 @pytest.mark.parametrize("strategy", ["uncertain", "stratified", "disagree"])

@@ -119,7 +119,14 @@ def read_log(log_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def from_log(log_dir: str | Path) -> Window:
+    """A log directory as a window; a case id logged more than once (a retried request) keeps its last
+    record, and the repeats are reported with the torn lines."""
     records, skipped = read_log(log_dir)
+    last = {str(r["id"]): i for i, r in enumerate(records)}
+    if len(last) != len(records):
+        skipped.append(f"{len(records) - len(last)} records repeat an earlier case id: the last record of each id kept")
+        keep = sorted(last.values())
+        records = [records[i] for i in keep]
     n = len(records)
     vids = list(dict.fromkeys(c["verifier"] for r in records for c in r["decision"]["checks"]))
     scores = {v: np.full(n, np.nan) for v in vids}
@@ -132,10 +139,6 @@ def from_log(log_dir: str | Path) -> Window:
             if c.get("threshold") is not None:
                 thresholds[v][i] = float(c["threshold"])
     ids = np.array([str(r["id"]) for r in records], dtype=object)
-    if len(set(ids.tolist())) != n:
-        seen: set[str] = set()
-        dup = next(i for i in ids.tolist() if i in seen or seen.add(i))  # type: ignore[func-returns-value]
-        raise LogError(f"{log_dir}: case id {dup!r} is logged more than once; ids must be unique per decision")
     return Window(source=str(log_dir), kind="log", ids=ids,
                   doc_type=np.array([str(r.get("doc_type") or "none") for r in records], dtype=object),
                   scores=scores, thresholds=thresholds,
