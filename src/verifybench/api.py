@@ -514,7 +514,8 @@ def components() -> dict[str, dict[str, str]]:
 # --- closing the loop (verifybench.feedback): cascades, label queues, drift --------------------------------
 
 def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, out: str | Path | None = None,
-            max_loss: float | None = None, pick: str | None = None, stack: bool = False) -> dict[str, Any]:
+            max_loss: float | None = None, pick: str | None = None, stack: bool = False,
+            min_per_class: int | None = None) -> dict[str, Any]:
     """Each of `checks` alone, `any` / `all` of them, and a cascade per pair (the faster check decides where
     it is confident), from a run's verdicts without re-scoring: fitted on the calibration split, measured
     on the test split (see `verifybench.feedback.cascade`). With `out`, the best cascade (or `pick`, a
@@ -523,7 +524,7 @@ def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, o
     from verifybench.feedback import cascade as fc
 
     result = fc.cascades(run_dir, checks, target=target, max_loss=fc.MAX_LOSS if max_loss is None else max_loss,
-                           stack=stack)
+                           stack=stack, min_per_class=min_per_class)
     if out is not None:
         result["guard_file"] = str(fc.write_guard(run_dir, result, out, pick))
     return result

@@ -469,13 +469,15 @@ def cascade_cmd(
     pick: Annotated[str | None, typer.Option("--pick", help="the candidate --out writes, by name")] = None,
     stack: Annotated[bool, typer.Option("--stack", help="also a logistic regression on the checks' scores, fitted "
                                         "on the calibration split, compared with each member")] = False,
+    min_per_class: Annotated[int | None, typer.Option(
+        "--min-per-class", help="calibration cases of each class a threshold needs (default: the suite's)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Cascades and any / all of checks from a run, without re-scoring: fitted on the calibration split,
     precision / recall / F1 (95% CI), latency and cost on the test split."""
     try:
         result = api.cascade(run_dir, [c.strip() for c in checks.split(",") if c.strip()], target=target,
-                             out=out, max_loss=max_loss, pick=pick, stack=stack)
+                             out=out, max_loss=max_loss, pick=pick, stack=stack, min_per_class=min_per_class)
     except VerifybenchError as e:
         _fail(e)
     if as_json:

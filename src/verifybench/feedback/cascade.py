@@ -232,14 +232,17 @@ def measure(t: RunTable, d: Decisions, n_boot: int, seed: int) -> dict[str, Any]
 
 
 def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Target | None = None,
-             max_loss: float = MAX_LOSS, n_boot: int | None = None, stack: bool = False) -> dict[str, Any]:
+             max_loss: float = MAX_LOSS, n_boot: int | None = None, stack: bool = False,
+             min_per_class: int | None = None) -> dict[str, Any]:
     """Each check alone, `any` and `all` of them, and for every pair a cascade with the faster check
     (on the calibration split) as the cheap one: thresholds and regions fitted on the calibration split,
     everything reported on the test split. With `stack`, also a logistic regression on the checks'
     scores fitted on the calibration split (`feedback.stack`), compared with each member by the paired
-    bootstrap. `best` is the cascade kept by the calibration-split rule
+    bootstrap. `min_per_class` overrides the suite's (calibration cases of each class a threshold needs).
+    `best` is the cascade kept by the calibration-split rule
     (see the module's doc) with the highest calibration quality; no test figure chooses anything."""
-    t = run_dir if isinstance(run_dir, RunTable) else read_run(run_dir)
+    t = run_dir if isinstance(run_dir, RunTable) else \
+        read_run(run_dir, **({"min_per_class": min_per_class} if min_per_class is not None else {}))
     if len(checks) < 1 or len(set(checks)) != len(checks):
         raise VerifybenchError(f"--checks: name distinct verifiers of the run (its verifiers: {', '.join(t.checks)})")
     tgt = parse_target(target) if target is not None else t.settings.target

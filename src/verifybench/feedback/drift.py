@@ -108,12 +108,16 @@ def reference(path: str | Path) -> Reference:
     slice_of = np.array([doc_["test_slices"][c] for c in ids], dtype=object)
     scores, thresholds = {}, {}
     for vid, v in doc_["verifiers"].items():
-        s = np.full(len(ids), np.nan)
         got = v.get("test_scores") or {}
-        idx = np.array([at[c] for c in got if c in at], dtype=np.int64)
-        vals = np.array([np.nan if x is None else x for c, x in got.items() if c in at], dtype=float)
-        s[idx] = vals
-        scores[vid] = s
+        keys = list(got)
+        vals = np.array(list(got.values()), dtype=float)  # None (an error verdict) reads as NaN
+        if keys == ids:  # the baseline writes both in case-id order: no lookup per case
+            scores[vid] = vals
+        else:
+            s = np.full(len(ids), np.nan)
+            known = np.array([c in at for c in keys], dtype=bool)
+            s[np.array([at[c] for c in keys if c in at], dtype=np.int64)] = vals[known]
+            scores[vid] = s
         thresholds[vid] = {k: r["threshold"] for k, r in (v.get("slices") or {}).items() if r.get("threshold") is not None}
     return Reference(source=str(p), scores=scores, doc_type=slice_of if by == "doc_type" else
                      np.full(len(ids), "none", dtype=object), thresholds=thresholds, by=by)
