@@ -185,3 +185,24 @@ def test_the_stack_is_fitted_on_calibration_cases_only(qa_run, monkeypatch, tmp_
         assert d["diff"] == pytest.approx(s["test"]["f1"] - next(c for c in result["candidates"]
                                                                    if c["name"] == p["b"])["test"]["f1"])
         assert d["ci"][0] <= d["diff"] <= d["ci"][1]
+
+
+def test_saved_cascades_join_the_reports_operating_points(qa_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(qa_run, run)
+    r = CliRunner().invoke(app, ["cascade", str(run), "--checks", "rouge,bleu", "--save", "--json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    points = {p["verifier"]: p for p in json.loads((run / "metrics.json").read_text())["operating_points"]}
+    assert {"rouge", "bleu", "any(rouge,bleu)", "all(rouge,bleu)", "cascade(rouge->bleu)"} <= set(points)
+    cas = next(c for c in result["candidates"] if c["kind"] == "cascade")
+    assert points["cascade(rouge->bleu)"]["f1"] == pytest.approx(cas["test"]["f1"])
+    assert any(p["pareto"] for p in points.values())
+    assert (run / "report.html").stat().st_mtime >= (run / "cascades.json").stat().st_mtime
+    # Verdicts that changed since: the saved combinations are left off, with a note.
+    with open(run / RESULTS, "a") as f:
+        f.write("\n")
+    vb.finish(run)
+    points = {p["verifier"] for p in json.loads((run / "metrics.json").read_text())["operating_points"]}
+    assert points == {"rouge", "bleu"}
+    assert "cascades.json was measured on other verdicts" in (run / "report.html").read_text()

@@ -218,6 +218,9 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
     release_memory()
     metrics = compute_metrics(cases, None, s, scored=f)
+    from verifybench.feedback.cascade import with_saved
+
+    metrics["operating_points"], saved_notes = with_saved(run_dir, metrics["operating_points"])  # cascade --save
     localization.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
@@ -230,7 +233,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
     del f
     release_memory()  # before the dataset is read again
-    notes = []
+    notes = list(saved_notes)
     try:
         cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
                                      run_dir, case_ids=cases["id"])
@@ -515,18 +518,24 @@ def components() -> dict[str, dict[str, str]]:
 
 def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, out: str | Path | None = None,
             max_loss: float | None = None, pick: str | None = None, stack: bool = False,
-            min_per_class: int | None = None) -> dict[str, Any]:
+            min_per_class: int | None = None, save: bool = False) -> dict[str, Any]:
     """Each of `checks` alone, `any` / `all` of them, and a cascade per pair (the faster check decides where
     it is confident), from a run's verdicts without re-scoring: fitted on the calibration split, measured
     on the test split (see `verifybench.feedback.cascade`). With `out`, the best cascade (or `pick`, a
     candidate's name) is written there as a guard file. `stack`: also a logistic regression on the
-    checks' scores, fitted on the calibration split and compared with each member (paired bootstrap)."""
+    checks' scores, fitted on the calibration split and compared with each member (paired bootstrap).
+    `save`: keep the result in the run (cascades.json) and re-render its report, whose operating-point
+    chart then shows the combinations beside the single checks."""
     from verifybench.feedback import cascade as fc
 
     result = fc.cascades(run_dir, checks, target=target, max_loss=fc.MAX_LOSS if max_loss is None else max_loss,
                            stack=stack, min_per_class=min_per_class)
     if out is not None:
         result["guard_file"] = str(fc.write_guard(run_dir, result, out, pick))
+    if save:
+        with hold(Path(run_dir)):
+            fc.save(run_dir, result)
+            result["report"] = str(finish(run_dir))
     return result
 
 

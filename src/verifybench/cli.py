@@ -471,13 +471,16 @@ def cascade_cmd(
                                         "on the calibration split, compared with each member")] = False,
     min_per_class: Annotated[int | None, typer.Option(
         "--min-per-class", help="calibration cases of each class a threshold needs (default: the suite's)")] = None,
+    save: Annotated[bool, typer.Option("--save", help="keep the result in the run and re-render its report: the "
+                                       "combinations join the operating-point chart")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Cascades and any / all of checks from a run, without re-scoring: fitted on the calibration split,
     precision / recall / F1 (95% CI), latency and cost on the test split."""
     try:
         result = api.cascade(run_dir, [c.strip() for c in checks.split(",") if c.strip()], target=target,
-                             out=out, max_loss=max_loss, pick=pick, stack=stack, min_per_class=min_per_class)
+                             out=out, max_loss=max_loss, pick=pick, stack=stack, min_per_class=min_per_class,
+                             save=save)
     except VerifybenchError as e:
         _fail(e)
     if as_json:
@@ -507,6 +510,8 @@ def cascade_cmd(
                                    f"{d['ci'][1]:+.3f}], p {d['p_value']:.3g} (paired bootstrap, {p['cases']} test cases)"))
     if result.get("guard_file"):
         print(result["guard_file"])
+    if result.get("report"):
+        print(result["report"])
 
 
 @app.command(name="label-queue")

@@ -37,6 +37,7 @@ from verifybench.metrics.operating import pareto_front
 from verifybench.metrics.summary import jsonable
 from verifybench.metrics.thresholds import Target, parse_target
 
+SAVED = "cascades.json"  # `cascade --save`: the combinations, kept in the run for its report's chart
 GRID = 200  # quantile levels of the cheap check's calibration scores tried as bounds
 MAX_LOSS = 0.01
 GUARD_FORMAT = 1
@@ -353,3 +354,46 @@ def write_guard(run_dir: str | Path, result: dict[str, Any], out: str | Path, na
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(jsonable(doc), sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def save(run_dir: str | Path, result: dict[str, Any]) -> Path:
+    """Keep `result` in the run directory (cascades.json), with the size of results.jsonl it was measured
+    on: the report's operating-point chart then shows the combinations beside the single checks."""
+    from verifybench.rundir import RESULTS, write_json
+
+    run_dir = Path(run_dir)
+    path = run_dir / SAVED
+    write_json(path, {**result, "results_bytes": (run_dir / RESULTS).stat().st_size})
+    return path
+
+
+def with_saved(run_dir: str | Path, points: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The metrics' operating points plus the saved combinations (any, all, cascades, stack), the Pareto
+    front recomputed over all of them; and a note when the saved file no longer matches the verdicts."""
+    from verifybench.rundir import RESULTS, read_json
+
+    run_dir = Path(run_dir)
+    path = run_dir / SAVED
+    if not path.exists():
+        return points, []
+    saved = read_json(path)
+    if saved.get("results_bytes") != (run_dir / RESULTS).stat().st_size:
+        return points, [f"{SAVED} was measured on other verdicts (the run was resumed since): its combinations are "
+                        "left off the operating-point chart; run `verifybench cascade --save` again"]
+    rows = [dict(p) for p in points]
+    for c in saved.get("candidates") or []:
+        if c.get("kind") == "single":
+            continue
+        t = c.get("test") or {}
+        rows.append({"verifier": c["name"], "kind": c["kind"], "f1": t.get("f1"),
+                     "p95_ms": (t.get("latency_ms") or {}).get("p95"), "cost_per_1k": t.get("cost_per_1k") or 0.0,
+                     "errors_count_as_wrong": True})
+
+    def num(x: Any) -> float:
+        return float("nan") if x is None else float(x)
+
+    front = pareto_front([num(r.get("f1")) for r in rows], [num(r.get("p95_ms")) for r in rows],
+                         [num(r.get("cost_per_1k")) or 0.0 for r in rows])
+    for r, f in zip(rows, front):
+        r["pareto"] = bool(f)
+    return jsonable(rows), []
