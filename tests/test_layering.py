@@ -26,8 +26,9 @@ LAYERS: list[set[str]] = [
     # what uses a run's numbers: comparing runs and the gate, MLflow and history, and the pipeline that
     # turns cases into a finished run directory
     {"gating", "tracking", "pipeline"},
-    # a run directory as Python objects
-    {"runs"},
+    # a run as Python objects; closing the loop from runs, baselines and decision logs (cascades, label
+    # queues, drift)
+    {"runs", "feedback"},
     # the surface: one name per command (api, a thin table of names), then the package's lazy re-exports
     {"api"},
     {"__init__"},

@@ -14,6 +14,9 @@ used.
 | baseline, gate | `baseline`, `gate` | `gating.gate` |
 | log | `log` (`check_mlflow` before a long run) | `tracking.mlflow_store` |
 | history | `history` | `tracking.history` |
+| cascade | `cascade` | `feedback.cascade` |
+| label-queue, label-merge, label-estimate | `label_queue`, `label_merge`, `label_estimate` | `feedback.queue` |
+| drift | `drift` | `feedback.drift` |
 
 The older names `finish`, `describe_suite` and `log_to_mlflow` still work for one release, with a
 DeprecationWarning.
@@ -45,6 +48,13 @@ _NAMES: dict[str, tuple[str, str]] = {
     "log": ("verifybench.tracking.mlflow_store", "log"),
     "check_mlflow": ("verifybench.tracking.mlflow_store", "check_mlflow"),
     "history": ("verifybench.tracking.history", "history"),
+    "cascade": ("verifybench.feedback.cascade", "cascade"),
+    "label_queue": ("verifybench.feedback.queue", "label_queue"),
+    "label_merge": ("verifybench.feedback.queue", "merge"),
+    "label_estimate": ("verifybench.feedback.queue", "estimate"),
+    "drift": ("verifybench.feedback.drift", "drift"),
+    "DriftResult": ("verifybench.feedback.drift", "DriftResult"),
+    "DriftRefused": ("verifybench.feedback.drift", "DriftRefused"),
     "Run": ("verifybench.runs.run", "Run"),
     "load_run": ("verifybench.runs.run", "load_run"),
     "Case": ("verifybench.cases", "Case"),

@@ -462,5 +462,181 @@ def list_components() -> None:
         console.print(table)
 
 
+@app.command(name="cascade")
+def cascade_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="a finished run")],
+    checks: Annotated[str, typer.Option("--checks", help="comma-separated verifier ids, e.g. rouge,anchors")],
+    target: Annotated[str | None, typer.Option("--target", help="threshold target (default: the suite's)")] = None,
+    max_loss: Annotated[float | None, typer.Option(
+        "--max-loss", help="a cascade may lose this much of the expensive check's calibration quality (0.01)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="write the best cascade (or --pick) as a guard file")] = None,
+    pick: Annotated[str | None, typer.Option("--pick", help="the candidate --out writes, by name")] = None,
+    stack: Annotated[bool, typer.Option("--stack", help="also a logistic regression on the checks' scores, fitted "
+                                        "on the calibration split, compared with each member")] = False,
+    min_per_class: Annotated[int | None, typer.Option(
+        "--min-per-class", help="calibration cases of each class a threshold needs (default: the suite's)")] = None,
+    save: Annotated[bool, typer.Option("--save", help="keep the result in the run and re-render its report: the "
+                                       "combinations join the operating-point chart")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Cascades and any / all of checks from a run, without re-scoring: fitted on the calibration split,
+    precision / recall / F1 (95% CI), latency and cost on the test split."""
+    try:
+        result = api.cascade(run_dir, [c.strip() for c in checks.split(",") if c.strip()], target=target,
+                             out=out, max_loss=max_loss, pick=pick, stack=stack, min_per_class=min_per_class,
+                             save=save)
+    except VerifybenchError as e:
+        _fail(e)
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table("combination", "test P", "test R", "test F1 [95% CI]", "mean ms", "p95 ms", "deferred", "cost/1k",
+                  "Pareto", title=f"test split ({result['test_cases']} cases; errors count as wrong); fitted on "
+                                  f"{result['calibration_cases']} calibration cases, {result['target']}")
+    for c in result["candidates"]:
+        t, lat = c["test"], c["test"].get("latency_ms") or {}
+        ci = (t.get("ci") or {}).get("f1") or [None, None]
+        table.add_row(Text(c["name"] + (" (best)" if c["name"] == result.get("best") else "")), _f(t.get("precision")),
+                      _f(t.get("recall")), f"{_f(t.get('f1'))} [{_f(ci[0])}, {_f(ci[1])}]", _ms(lat.get("mean")),
+                      _ms(lat.get("p95")), "-" if t.get("deferred_share") is None else f"{t['deferred_share']:.0%}",
+                      "-" if t.get("cost_per_1k") is None else f"{t['cost_per_1k']:.4g}", "yes" if c.get("pareto") else "")
+    (console if console.is_terminal else Console(width=max(console.width, 140))).print(table)
+    for c in result["candidates"]:
+        if c["kind"] == "cascade":
+            r = c["region"]
+            console.print(Text(f"{c['name']}: passed at or below {_f(r['pass_at_or_below'], 4)}, flagged at or above "
+                               f"{_f(r['flag_at_or_above'], 4)} (cheap check; null = no such region), else "
+                               f"{c['checks'][1]} at {_f(c['thresholds'][c['checks'][1]], 4)}"))
+    for c in result["candidates"]:
+        for p in c.get("paired") or []:
+            for metric, d in p["metrics"].items():
+                console.print(Text(f"{c['name']} - {p['b']}: {metric} {d['diff']:+.3f} [{d['ci'][0]:+.3f}, "
+                                   f"{d['ci'][1]:+.3f}], p {d['p_value']:.3g} (paired bootstrap, {p['cases']} test cases)"))
+    if result.get("guard_file"):
+        print(result["guard_file"])
+    if result.get("report"):
+        print(result["report"])
+
+
+@app.command(name="label-queue")
+def label_queue(
+    source: Annotated[Path, typer.Argument(help="a guard log directory or a run directory")],
+    budget: Annotated[int, typer.Option("--budget", min=1, help="how many cases to send to reviewers")],
+    out: Annotated[Path, typer.Option("--out", help="the CSV to write (a suite .yaml is written beside it)")],
+    strategy: Annotated[str, typer.Option("--strategy", help="uncertain, stratified or disagree")] = "uncertain",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    random_share: Annotated[float, typer.Option(
+        "--random-share", help="share of the budget drawn at random (for unbiased estimates)")] = 0.2,
+    labeled: Annotated[list[Path] | None, typer.Option(
+        "--labeled", help="an earlier labeled CSV: its cases are not queued again, its labels count toward needs")] = None,
+    min_per_class: Annotated[int, typer.Option("--min-per-class", help="labeled cases of each class a slice needs")] = 30,
+    verifiers_from: Annotated[Path | None, typer.Option(
+        "--verifiers-from", help="a suite or run whose verifiers the generated suite uses (for a log)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Which N production cases to label next: a CSV with an empty label column, reviewer fields and the
+    checks' evidence, and a suite beside it that `verifybench run` reads once labeled."""
+    try:
+        r = api.label_queue(source, budget, out, strategy=strategy, seed=seed, random_share=random_share,
+                            labeled=labeled, min_per_class=min_per_class, verifiers_from=verifiers_from)
+    except VerifybenchError as e:
+        _fail(e)
+    for line in r["skipped_log_lines"]:
+        _note(line)
+    if as_json:
+        print(json.dumps(r))
+        return
+    console.print(Text(f"{r['budget']} of {r['pool']} unlabeled cases ({r['already_labeled']} already labeled): "
+                       + ", ".join(f"{n} {p}" for p, n in r["parts"].items())))
+    table = Table("doc type", "labeled (calibration) H / F", "still needs H / F", "queued", "queued flagged",
+                  title=f"per doc type: a threshold of its own needs {min_per_class} calibration cases of each class")
+    for d, n in r["needs"].items():
+        have = n["calibration_labeled"]
+        table.add_row(Text(d), f"{have['hallucinated']} / {have['faithful']}",
+                      f"{n['more_hallucinated']} / {n['more_faithful']}", str(n["queued"]), str(n["queued_flagged"]))
+    console.print(table)
+    print(r["csv"])
+    print(r["suite"])
+
+
+@app.command(name="label-merge")
+def label_merge(
+    files: Annotated[list[Path], typer.Argument(help="labeled CSVs, newest first")],
+    out: Annotated[Path, typer.Option("--out", help="the merged CSV")],
+) -> None:
+    """Merge labeled queues: one row per case id. Exit 1 when two files label a case differently (the case
+    is kept with an empty label and a `conflict` cell naming both)."""
+    try:
+        r = api.label_merge(files, out)
+    except VerifybenchError as e:
+        _fail(e)
+    console.print(Text(f"{r['rows']} cases, {r['labeled']} labeled, {len(r['conflicts'])} conflicting"))
+    for c in r["conflicts"]:
+        err.print(Text(f"conflict: {c['id']}: {c['labels']}"), highlight=False)
+    print(r["csv"])
+    if r["conflicts"]:
+        raise typer.Exit(1)
+
+
+@app.command(name="label-estimate")
+def label_estimate(path: Annotated[Path, typer.Argument(help="a labeled queue CSV")]) -> None:
+    """Hallucination rate and each check's flag rate, precision and recall from a labeled queue, weighted
+    by 1 / inclusion probability (the whole window) beside unweighted (the queue)."""
+    try:
+        r = api.label_estimate(path)
+    except VerifybenchError as e:
+        _fail(e)
+    table = Table("estimate", "weighted (window)", "unweighted (queue)",
+                  title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")
+    table.add_row("hallucination rate", _f(r["hallucination_rate"]["weighted"]), _f(r["hallucination_rate"]["unweighted"]))
+    for v, m in r["checks"].items():
+        for k, d in m.items():
+            table.add_row(Text(f"{v} {k}"), _f(d["weighted"]), _f(d["unweighted"]))
+    console.print(table)
+
+
+@app.command(name="drift")
+def drift_cmd(
+    reference: Annotated[Path, typer.Argument(help="a baseline (verifybench baseline) or a run directory")],
+    source: Annotated[Path, typer.Argument(help="production: a guard log directory or a run directory")],
+    max_psi: Annotated[float, typer.Option("--max-psi", help="population stability index allowed per check and slice")] = 0.2,
+    max_flag_rate_change: Annotated[float, typer.Option(
+        "--max-flag-rate-change", help="change of the flag rate at the policy's threshold allowed")] = 0.05,
+    max_unseen_share: Annotated[float, typer.Option(
+        "--max-unseen-share", help="share of production cases whose doc type has no slice allowed")] = 0.05,
+    min_cases: Annotated[int, typer.Option("--min-cases", help="scored cases a slice needs on each side")] = 30,
+    summary: Annotated[Path | None, typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
+    mlflow: Annotated[str | None, typer.Option(
+        "--mlflow", metavar="URI", help="log the figures to this MLflow tracking URI")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Has production drifted from the baseline's test split? Exit 1 on drift beyond a limit, 2 when no
+    comparison can be made. Unlabeled production data is enough."""
+    try:
+        result = api.drift(reference, source, max_psi, max_flag_rate_change, max_unseen_share, min_cases, summary,
+                           mlflow=mlflow)
+    except VerifybenchError as e:
+        _fail(e)
+    if as_json:
+        print(json.dumps(result.as_dict()))
+        raise typer.Exit(result.exit_code)
+    table = Table("check", "slice", "cases ref / prod", "flag rate ref", "prod", "change", "PSI", "KS", "KS p", "result",
+                  title="drift: production against the reference's test split, at the policy's thresholds")
+    for r in result.rows:
+        shown = r["status"] + (f": {r['why']}" if r.get("why") else "")
+        table.add_row(Text(r["check"]), Text(r["slice"]), f"{r['reference_cases']} / {r['production_cases']}",
+                      _f(r["reference_flag_rate"]), _f(r["production_flag_rate"]), _f(r["flag_rate_change"]),
+                      _f(r["psi"]), _f(r["ks_statistic"]), _f(r["ks_p_value"], 4),
+                      Text(shown, style="red" if r["status"] == "drift" else ""))
+    (console if console.is_terminal else Console(width=max(console.width, 140))).print(table)
+    u = result.unseen
+    console.print(Text(f"doc types without a slice: {', '.join(u['doc_types']) or 'none'} ({u['share']:.1%} of "
+                       f"cases, limit {u['limit']:.0%}): {u['status']}"))
+    for n in result.notes:
+        _note(n)
+    console.print("no drift beyond the limits" if result.exit_code == 0 else "DRIFT beyond a limit")
+    raise typer.Exit(result.exit_code)
+
+
 if __name__ == "__main__":
     app()

@@ -11,6 +11,7 @@ from verifybench import reporting
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation import spans_pairs
 from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.evaluation.saved_points import with_saved
 from verifybench.metrics import compute_metrics
 from verifybench.metrics.summary import shortcuts
 from verifybench.pipeline.runner import resume_suite, scan_dataset
@@ -60,6 +61,8 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
     release_memory()
     metrics = compute_metrics(cases, None, s, scored=f)
+    # combinations `verifybench cascade --save` kept in the run, on the operating-point chart
+    metrics["operating_points"], saved_notes = with_saved(run_dir, metrics["operating_points"])
     spans_pairs.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: reporting.worst_rows(f, vid, m["overall"]["threshold"]["value"])
@@ -72,7 +75,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
     del f
     release_memory()  # before the dataset is read again
-    notes = []
+    notes = list(saved_notes)
     try:
         cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
                                      run_dir, case_ids=cases["id"])

@@ -1,0 +1,302 @@
+"""Drift: has production moved away from the data the thresholds were fitted on? Unlabeled production
+data is enough.
+
+The reference is a baseline (`verifybench baseline`: its per-case test-split scores and its thresholds
+per slice) or a run directory (its test split, at the thresholds of its metrics.json). The production
+window is a guard decision log or a run directory. Per check, over all cases and per doc type:
+- the flag rate at the policy's threshold (the slice's own, else the whole set's: held, as the gate
+  holds it), on both sides, and the change;
+- the population stability index of the score distribution, over ten bins at the reference's score
+  deciles: sum (p - q) ln(p / q), shares clipped at 1e-4; the usual reading: < 0.1 stable, 0.1-0.25 a
+  shift worth a look, > 0.25 a shift;
+- the two-sample Kolmogorov-Smirnov test (`scipy.stats.ks_2samp`): its statistic and p-value (reported,
+  not gated: over many thousand cases any difference is "significant");
+- the share of production cases whose doc type the policy has no slice for (they get the whole-set
+  threshold, fitted on other documents).
+Exit codes as the gate's: 0 within limits, 1 drift beyond a limit, 2 no comparison possible. A slice with
+fewer than `min_cases` cases on either side is reported, not gated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verifybench.errors import VerifybenchError
+from verifybench.feedback.runs import read_run
+from verifybench.feedback.window import Window, open_source
+from verifybench.metrics.settings import OVERALL
+from verifybench.metrics.summary import jsonable
+from verifybench.rundir import MANIFEST, METRICS, read_json
+
+MAX_PSI = 0.2
+MAX_FLAG_RATE_CHANGE = 0.05
+MAX_UNSEEN_SHARE = 0.05
+MIN_CASES = 30
+BINS = 10
+EPS = 1e-4
+
+
+class DriftRefused(VerifybenchError):
+    """No comparison can be made (exit 2)."""
+
+
+@dataclass
+class Reference:
+    source: str
+    scores: dict[str, np.ndarray]  # test split, NaN = error
+    doc_type: np.ndarray  # object
+    thresholds: dict[str, dict[str, float]]  # verifier -> slice -> threshold (OVERALL included)
+    by: str
+
+
+@dataclass
+class DriftResult:
+    rows: list[dict[str, Any]]
+    unseen: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r["status"] == "drift" for r in self.rows) or self.unseen.get("status") == "drift" else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return jsonable({"exit_code": self.exit_code, "rows": self.rows, "unseen_doc_types": self.unseen,
+                         "notes": self.notes})
+
+
+def reference(path: str | Path) -> Reference:
+    """A baseline file or a run directory, as the reference side."""
+    p = Path(path)
+    if p.is_dir():
+        if not (p / MANIFEST).exists():
+            raise DriftRefused(f"{p}: not a run directory (no {MANIFEST})")
+        t = read_run(p)
+        sel = t.test
+        if not sel.any():
+            raise DriftRefused(f"{p}: the run has no test split to compare with")
+        doc = np.asarray(t.doc_types, dtype=object)[t.doc_type[sel]]
+        fitted = read_json(p / METRICS)["verifiers"] if (p / METRICS).exists() else {}
+        slices: dict[str, dict[str, float]] = {}
+        for vid in t.checks:
+            m = fitted.get(vid)
+            if m is not None:
+                whole = m["overall"]["threshold"]["value"]
+                per = {k: sm["threshold"]["value"] for k, sm in m["slices"].items() if sm["threshold"]["value"] is not None}
+            else:
+                whole, per = t.threshold(vid)["value"], {}
+            if whole is not None:
+                per[OVERALL] = whole
+            slices[vid] = per
+        return Reference(source=str(p), scores={v: c.score[sel] for v, c in t.checks.items()}, doc_type=doc,
+                         thresholds=slices, by=t.settings.by)
+    try:
+        doc_ = read_json(p)
+    except VerifybenchError:
+        raise DriftRefused(f"{p}: no such baseline or run directory") from None
+    except ValueError as e:
+        raise DriftRefused(f"{p}: not a verifybench baseline (invalid JSON: {e})") from None
+    if not isinstance(doc_, dict) or not isinstance(doc_.get("verifiers"), dict) or "test_slices" not in doc_:
+        raise DriftRefused(f"{p}: not a verifybench baseline (no 'verifiers' and 'test_slices')")
+    by = doc_.get("by", "doc_type")
+    ids = sorted(doc_["test_slices"])
+    at = {cid: i for i, cid in enumerate(ids)}
+    slice_of = np.array([doc_["test_slices"][c] for c in ids], dtype=object)
+    scores, thresholds = {}, {}
+    for vid, v in doc_["verifiers"].items():
+        got = v.get("test_scores") or {}
+        keys = list(got)
+        vals = np.array(list(got.values()), dtype=float)  # None (an error verdict) reads as NaN
+        if keys == ids:  # the baseline writes both in case-id order: no lookup per case
+            scores[vid] = vals
+        else:
+            s = np.full(len(ids), np.nan)
+            known = np.array([c in at for c in keys], dtype=bool)
+            s[np.array([at[c] for c in keys if c in at], dtype=np.int64)] = vals[known]
+            scores[vid] = s
+        thresholds[vid] = {k: r["threshold"] for k, r in (v.get("slices") or {}).items() if r.get("threshold") is not None}
+    return Reference(source=str(p), scores=scores, doc_type=slice_of if by == "doc_type" else
+                     np.full(len(ids), "none", dtype=object), thresholds=thresholds, by=by)
+
+
+def psi(ref: np.ndarray, cur: np.ndarray, bins: int = BINS) -> float:
+    """Population stability index of `cur` against `ref`, over bins at the reference's quantiles."""
+    edges = np.unique(np.quantile(ref, np.linspace(0, 1, bins + 1)[1:-1]))
+    p = np.bincount(np.searchsorted(edges, ref, side="right"), minlength=len(edges) + 1) / len(ref)
+    q = np.bincount(np.searchsorted(edges, cur, side="right"), minlength=len(edges) + 1) / len(cur)
+    p, q = np.clip(p, EPS, None), np.clip(q, EPS, None)
+    return float(np.sum((q - p) * np.log(q / p)))
+
+
+def _threshold_of(thr: dict[str, float], docs: np.ndarray) -> np.ndarray:
+    whole = thr.get(OVERALL, np.nan)
+    out = np.full(len(docs), whole, dtype=float)
+    for k, v in thr.items():
+        if k != OVERALL:
+            out[docs == k] = v
+    return out
+
+
+def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate_change: float = MAX_FLAG_RATE_CHANGE,
+            max_unseen_share: float = MAX_UNSEEN_SHARE, min_cases: int = MIN_CASES) -> DriftResult:
+    from scipy.stats import ks_2samp
+
+    shared = [v for v in ref.scores if v in win.scores]
+    if not shared:
+        raise DriftRefused(f"no check in common: the reference has {', '.join(ref.scores) or 'none'}, "
+                           f"{win.source} has {', '.join(win.scores) or 'none'}")
+    if not len(win):
+        raise DriftRefused(f"{win.source}: no production case to compare")
+    notes = list(win.skipped)
+    if ref.by != "doc_type":
+        notes.append(f"the reference's slices are by {ref.by}, not doc type: only the whole set is compared per doc "
+                     "type against the whole-set threshold")
+    rows = []
+    slices_known = {k for thr in ref.thresholds.values() for k in thr if k != OVERALL}
+    for vid in shared:
+        thr = ref.thresholds.get(vid, {})
+        t_ref = _threshold_of(thr, ref.doc_type)
+        t_win = _threshold_of(thr, win.doc_type)
+        docs = sorted(set(ref.doc_type.tolist()) | set(win.doc_type.tolist()))
+        for key in [OVERALL, *docs]:
+            a = np.ones(len(ref.doc_type), bool) if key == OVERALL else ref.doc_type == key
+            b = np.ones(len(win), bool) if key == OVERALL else win.doc_type == key
+            ra, rb = ref.scores[vid][a], win.scores[vid][b]
+            ta, tb = t_ref[a], t_win[b]
+            oka, okb = ~np.isnan(ra), ~np.isnan(rb)
+            row: dict[str, Any] = {"check": vid, "slice": key, "reference_cases": int(oka.sum()),
+                                   "production_cases": int(okb.sum()),
+                                   "production_errors": int((~okb).sum()),
+                                   "threshold": None if key == OVERALL and OVERALL not in thr else
+                                   float(tb[0]) if len(tb) else (float(ta[0]) if len(ta) else None)}
+            if key != OVERALL and key not in thr:
+                row["threshold_from"] = OVERALL
+            fa = float(np.mean(ra[oka] >= ta[oka])) if oka.any() and not np.isnan(ta).all() else None
+            fb = float(np.mean(rb[okb] >= tb[okb])) if okb.any() and not np.isnan(tb).all() else None
+            row.update(reference_flag_rate=fa, production_flag_rate=fb,
+                       flag_rate_change=None if fa is None or fb is None else fb - fa)
+            if oka.sum() and okb.sum():
+                row["psi"] = psi(ra[oka], rb[okb])
+                ks = ks_2samp(ra[oka], rb[okb])
+                row["ks_statistic"], row["ks_p_value"] = float(ks.statistic), float(ks.pvalue)
+            else:
+                row["psi"] = row["ks_statistic"] = row["ks_p_value"] = None
+            if min(row["reference_cases"], row["production_cases"]) < min_cases:
+                row["status"] = "too few"
+                row["why"] = f"fewer than {min_cases} scored cases on a side"
+            else:
+                why = []
+                if row["psi"] is not None and row["psi"] > max_psi:
+                    why.append(f"PSI {row['psi']:.3f} > {max_psi:g}")
+                if row["flag_rate_change"] is not None and abs(row["flag_rate_change"]) > max_flag_rate_change:
+                    why.append(f"flag rate {row['flag_rate_change']:+.3f} beyond ±{max_flag_rate_change:g}")
+                row["status"] = "drift" if why else "ok"
+                row["why"] = "; ".join(why)
+            rows.append(row)
+    unseen_docs = sorted(set(win.doc_type.tolist()) - slices_known) if slices_known else []
+    share = float(np.isin(win.doc_type, unseen_docs).mean()) if unseen_docs else 0.0
+    unseen = {"doc_types": unseen_docs, "share": share, "limit": max_unseen_share,
+              "status": "drift" if share > max_unseen_share else "ok",
+              "cases": int(np.isin(win.doc_type, unseen_docs).sum()) if unseen_docs else 0}
+    if not slices_known:
+        notes.append("the policy has no per-doc-type slice: every doc type uses the whole-set threshold")
+    result = DriftResult(rows=rows, unseen=unseen, notes=notes)
+    result.summary = markdown(result, ref.source, win.source, max_psi, max_flag_rate_change)
+    return result
+
+
+def _f(x: Any, d: int = 3) -> str:
+    return "–" if x is None else f"{x:.{d}f}"
+
+
+def markdown(r: DriftResult, ref: str, win: str, max_psi: float, max_change: float) -> str:
+    verdict = {0: "no drift beyond the limits", 1: "**DRIFT**"}[r.exit_code]
+    lines = [f"### verifybench drift: {verdict}", "",
+             f"Production `{win}` against the test split of `{ref}`, at the policy's thresholds (held). Limits: "
+             f"PSI {max_psi:g}, flag-rate change ±{max_change:g}, unseen doc types {r.unseen['limit']:.0%} of cases.",
+             "", "| check | slice | cases ref / prod | flag rate ref | prod | change | PSI | KS | KS p | result |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in r.rows:
+        res = row["status"] + (f": {row['why']}" if row.get("why") else "")
+        lines.append(f"| {row['check']} | {row['slice']} | {row['reference_cases']} / {row['production_cases']} | "
+                     f"{_f(row['reference_flag_rate'])} | {_f(row['production_flag_rate'])} | "
+                     f"{_f(row['flag_rate_change'])} | {_f(row['psi'])} | {_f(row['ks_statistic'])} | "
+                     f"{_f(row['ks_p_value'], 4)} | {res} |")
+    u = r.unseen
+    lines += ["", f"Doc types the policy has no slice for: {', '.join(u['doc_types']) or 'none'} "
+              f"({u['cases']} cases, {u['share']:.1%}): {u['status']}."]
+    lines += [f"- {n}" for n in r.notes]
+    return "\n".join(lines) + "\n"
+
+
+def refusal_markdown(reason: str) -> str:
+    return f"### verifybench drift: **REFUSED** (exit 2)\n\n{reason}\n"
+
+
+def drift(reference_path: str | Path, source: str | Path, max_psi: float | None = None,
+          max_flag_rate_change: float | None = None, max_unseen_share: float | None = None,
+          min_cases: int | None = None, summary: str | Path | None = None, mlflow: str | None = None) -> DriftResult:
+    """A production window (`source`: a guard log directory or a run directory) against a baseline's (or a
+    run's) test split, at the policy's thresholds: flag rate, PSI and Kolmogorov-Smirnov per check and doc
+    type, and the share of doc types without a slice (`verifybench drift`). Limits left None take their
+    defaults (MAX_PSI, ...). Writes the Markdown summary to `summary` when given (a refusal too); with
+    `mlflow` (a tracking URI) logs the figures as one MLflow run. Returns a `DriftResult` (exit code 0 or
+    1); raises `DriftRefused` (exit 2)."""
+    try:
+        result = compare(reference(reference_path), open_source(source),
+                         MAX_PSI if max_psi is None else max_psi,
+                         MAX_FLAG_RATE_CHANGE if max_flag_rate_change is None else max_flag_rate_change,
+                         MAX_UNSEEN_SHARE if max_unseen_share is None else max_unseen_share,
+                         MIN_CASES if min_cases is None else min_cases)
+    except VerifybenchError as e:
+        if summary:
+            Path(summary).parent.mkdir(parents=True, exist_ok=True)
+            Path(summary).write_text(refusal_markdown(str(e)), encoding="utf-8")
+        if isinstance(e, DriftRefused):
+            raise
+        raise DriftRefused(f"refusing to compare: {e}") from None
+    if summary:
+        Path(summary).parent.mkdir(parents=True, exist_ok=True)
+        Path(summary).write_text(result.summary, encoding="utf-8")
+    if mlflow is not None:
+        result.notes.append(f"logged to MLflow as run {log_to_mlflow(result, mlflow)}")
+    return result
+
+
+def log_to_mlflow(result: DriftResult, tracking_uri: str, experiment: str = "verifybench-drift",
+                  run_name: str | None = None) -> str:
+    """The drift figures as one MLflow run (metrics `<check>.<slice>.psi`, `.flag_rate_change`, ...,
+    `exit_code`, `unseen_share`; the Markdown summary as an artifact); returns its run id. Through an
+    `MlflowClient`, so no global MLflow state changes. Needs the `mlflow` extra."""
+    import re
+    import tempfile
+    import time
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(experiment)
+    run = client.create_run(exp_id, run_name=run_name, tags={"verifybench.kind": "drift"})
+    now = int(time.time() * 1000)
+    values: dict[str, float] = {"exit_code": float(result.exit_code), "unseen_share": float(result.unseen["share"])}
+    for row in result.rows:
+        base = re.sub(r"[^A-Za-z0-9_\-. /]", "_", f"{row['check']}.{row['slice']}")
+        for k in ("psi", "ks_statistic", "ks_p_value", "reference_flag_rate", "production_flag_rate",
+                  "flag_rate_change"):
+            if row.get(k) is not None:
+                values[f"{base}.{k}"] = float(row[k])
+    items = [Metric(k, v, now, 0) for k, v in values.items()]
+    for start in range(0, len(items), 1000):
+        client.log_batch(run.info.run_id, metrics=items[start:start + 1000])
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "drift.md"
+        path.write_text(result.summary, encoding="utf-8")
+        client.log_artifact(run.info.run_id, str(path))
+    client.set_terminated(run.info.run_id, "FAILED" if result.exit_code else "FINISHED")
+    return str(run.info.run_id)

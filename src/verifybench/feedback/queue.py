@@ -1,0 +1,419 @@
+"""Label queues: which production cases to send to reviewers, as a CSV with an empty label column and a
+suite file beside it that reads the CSV back once labeled (run -> thresholds -> gate, unedited).
+
+Strategies pick most of the budget; a seeded random share is always mixed in:
+- `uncertain`: the cases closest to a threshold, each check's distance measured in its own score
+  quantiles (|F(score) - F(threshold)|, F the check's empirical distribution over the window), so
+  checks on different scales compare; the threshold is each case's own slice's;
+- `stratified`: equal numbers from every (doc type, decision) stratum, so every slice gets cases the
+  guard flagged and cases it let through (the best proxy of both classes before labels exist);
+- `disagree`: cases where the checks disagree, closest to a threshold first (then the most uncertain).
+
+Why a random share, and the weights: a targeted queue over-represents hard cases, so precision, recall
+or the hallucination rate computed from it describe the hard cases, not production. Every row carries
+its inclusion probability and weight = 1 / probability, under the design actually run: for `stratified`
+(and plain random), each stratum is a simple random sample of its cases, weight = stratum size / cases
+taken; for `uncertain` and `disagree`, every case ranked at or above the last targeted pick was taken
+(probability 1), and the cases below it are represented by the random share alone (weight = cases below /
+random picks below). Weighted estimates (`estimate`) are then unbiased for the whole window, the
+unweighted ones beside them describe the queue.
+
+The CSV's split column is drawn from a hash of the case id, not at random: a case keeps its side when
+the labeled set grows week after week, so a threshold is never refitted on a case an earlier gate
+tested on.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from verifybench.errors import VerifybenchError
+from verifybench.feedback.window import Window, open_source
+from verifybench.loaders.fields import FieldSpec, MissingLabel
+
+STRATEGIES = ("uncertain", "stratified", "disagree")
+REVIEW_FIELDS = ["label", "reviewer", "reviewed_at", "review_note"]
+SHARE_CALIBRATION = 0.5
+_LABELS = FieldSpec()  # the default label words: hallucinated/faithful, 1/0, yes/no, true/false
+
+
+def id_split(case_id: str) -> str:
+    """calibration or test, from a hash of the id (stable as the labeled set grows)."""
+    return "calibration" if hashlib.sha256(case_id.encode()).digest()[0] < 128 else "test"
+
+
+def _quantile_margin(w: Window) -> np.ndarray:
+    """Per case, the smallest distance of a check's score from that case's threshold, in the check's
+    score quantiles over the window; inf where no check has both."""
+    best = np.full(len(w), np.inf)
+    for v, s in w.scores.items():
+        thr = w.thresholds[v]
+        ok = ~np.isnan(s) & ~np.isnan(thr)
+        if not ok.any():
+            continue
+        ref = np.sort(s[~np.isnan(s)])
+        f_s = np.searchsorted(ref, s[ok], side="right") / len(ref)
+        f_t = np.searchsorted(ref, thr[ok], side="right") / len(ref)
+        m = np.full(len(w), np.inf)
+        m[ok] = np.abs(f_s - f_t)
+        best = np.minimum(best, m)
+    return best
+
+
+def _disagreement(w: Window) -> np.ndarray:
+    flags = [np.where(np.isnan(w.scores[v]) | np.isnan(w.thresholds[v]), np.nan, w.flagged(v).astype(float))
+             for v in w.scores]
+    if len(flags) < 2:
+        raise VerifybenchError(f"--strategy disagree needs two checks or more; {w.source} has "
+                               f"{', '.join(w.scores) or 'none'}")
+    f = np.vstack(flags)
+    return (np.nanmax(f, axis=0) == 1) & (np.nanmin(f, axis=0) == 0)
+
+
+def _water_fill(sizes: np.ndarray, k: int) -> np.ndarray:
+    """k picks spread as evenly as possible over strata of these sizes (none takes more than it has)."""
+    take = np.zeros(len(sizes), int)
+    left = k
+    while left > 0:
+        room = sizes - take
+        open_ = np.flatnonzero(room > 0)
+        if not len(open_):
+            break
+        each = max(1, left // len(open_))
+        for i in open_:
+            add = min(each, room[i], left)
+            take[i] += add
+            left -= add
+            if not left:
+                break
+    return take
+
+
+def select(w: Window, pool: np.ndarray, budget: int, strategy: str, seed: int, random_share: float
+           ) -> dict[str, np.ndarray]:
+    """Rows of `w` to label, among `pool` (row indices): `rows`, `part` (random or the strategy),
+    `stratum`, `inclusion_prob` and `weight` per picked row."""
+    if strategy not in STRATEGIES:
+        raise VerifybenchError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    if not 0 <= random_share <= 1:
+        raise VerifybenchError(f"--random-share {random_share}: expected a share between 0 and 1")
+    m = len(pool)
+    if budget < 1:
+        raise VerifybenchError(f"--budget {budget}: expected at least 1")
+    if budget > m:
+        raise VerifybenchError(f"--budget {budget}: only {m} unlabeled cases in {w.source}")
+    rng = np.random.default_rng(seed)
+    n_rand = min(budget, max(1 if random_share > 0 else 0, round(budget * random_share)))
+    n_target = budget - n_rand
+    is_rand = np.zeros(m, bool)
+    is_rand[rng.choice(m, n_rand, replace=False)] = True
+    tie = rng.random(m)
+    picked = is_rand.copy()
+    prob = np.zeros(m)
+    stratum = np.full(m, "", dtype=object)
+    if strategy == "stratified":
+        names = np.array([f"{d} / {a}" for d, a in zip(w.doc_type[pool], w.action[pool])], dtype=object)
+        keys, code = np.unique(names, return_inverse=True)
+        rest = ~is_rand
+        take = _water_fill(np.bincount(code[rest], minlength=len(keys)), n_target)
+        for k in range(len(keys)):
+            cand = np.flatnonzero(rest & (code == k))
+            chosen = cand[np.argsort(tie[cand])[:take[k]]]
+            picked[chosen] = True
+        size, got = np.bincount(code, minlength=len(keys)), np.bincount(code[picked], minlength=len(keys))
+        prob = got[code] / size[code]
+        stratum = names
+    else:
+        if strategy == "disagree":
+            dis = _disagreement(w)[pool]
+            margin = np.where(dis, 0.0, 1.0) + np.minimum(_quantile_margin(w)[pool], 1.0)
+        else:
+            margin = _quantile_margin(w)[pool]
+        order = np.lexsort((tie, margin))  # closest first, seeded ties
+        rank = np.empty(m, int)
+        rank[order] = np.arange(m)
+        targets = order[~is_rand[order]][:n_target]
+        picked[targets] = True
+        cutoff = int(rank[targets].max()) if len(targets) else -1
+        certain = rank <= cutoff
+        below = ~certain
+        n_below = int(below.sum())
+        r_below = int((is_rand & below).sum())
+        prob = np.where(certain, 1.0, r_below / n_below if n_below else 1.0)
+        stratum = np.where(certain, f"{strategy}: ranked <= {cutoff + 1}", f"{strategy}: ranked below").astype(object)
+    rows = np.flatnonzero(picked)
+    p = prob[rows]
+    return {"rows": pool[rows], "part": np.where(is_rand[rows], "random", strategy).astype(object),
+            "stratum": stratum[rows], "inclusion_prob": p, "weight": np.where(p > 0, 1 / np.where(p > 0, p, 1), np.nan)}
+
+
+def parse_label(value: Any) -> bool | None:
+    """True (hallucinated), False (faithful), or None for an empty cell; a value that is neither is an
+    error (the caller names the file and row)."""
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        return _LABELS.label_of(str(value).strip())
+    except MissingLabel:
+        return None
+
+
+def read_labeled(path: str | Path) -> list[dict[str, str]]:
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise VerifybenchError(f"{path}: no such labeled file") from None
+    if rows and "id" not in rows[0]:
+        raise VerifybenchError(f"{path}: no 'id' column; is it a label queue?")
+    for i, r in enumerate(rows, 2):
+        try:
+            parse_label(r.get("label"))
+        except ValueError as e:
+            raise VerifybenchError(f"{path}:{i}: field 'label': {e}") from None
+    return rows
+
+
+def _evidence(w: Window, row: int, text: dict[str, Any]) -> dict[str, Any]:
+    ev: dict[str, Any] = {}
+    for v in w.scores:
+        s, t = w.scores[v][row], w.thresholds[v][row]
+        ev[v] = {"score": None if np.isnan(s) else float(s), "threshold": None if np.isnan(t) else float(t),
+                 "flagged": None if np.isnan(s) or np.isnan(t) else bool(s >= t)}
+    if w.records is not None:
+        for c in text.get("decision", {}).get("checks", []):
+            e = ev.setdefault(c["verifier"], {})
+            for k in ("threshold_source", "error", "evidence", "units"):
+                if c.get(k) is not None:
+                    e[k] = c[k]
+    return ev
+
+
+def _sources(value: Any) -> list[dict[str, Any]]:
+    out = []
+    for i, s in enumerate(value or []):
+        out.append({"id": f"s{i}", "text": s} if isinstance(s, str) else
+                   {"id": str(s.get("id", f"s{i}")), "text": s.get("text", "")})
+    return out
+
+
+def _suite_verifiers(w: Window, verifiers_from: str | Path | None) -> list[Any]:
+    """The generated suite's verifiers: the run's own configurations, or for a log, the checks' ids where
+    they are verifier names (or the verifiers of the suite / run given in `verifiers_from`)."""
+    from verifybench.verifiers import available, get_verifier_class
+
+    manifest = None
+    if verifiers_from is not None:
+        p = Path(verifiers_from)
+        if (p / "manifest.json").exists():
+            manifest = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
+        else:
+            try:
+                doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError) as e:
+                raise VerifybenchError(f"--verifiers-from {p}: cannot read it ({e})") from None
+            if not isinstance(doc, dict) or not isinstance(doc.get("verifiers"), list):
+                raise VerifybenchError(f"--verifiers-from {p}: not a suite file (no 'verifiers:' list)")
+            return doc["verifiers"]
+    elif w.run is not None:
+        manifest = w.run.manifest
+    if manifest is not None:
+        out = []
+        for v in manifest["verifiers"]:
+            cfg = dict(v.get("config") or {})
+            name = cfg.pop("name", v.get("name"))
+            try:
+                fields = get_verifier_class(name).Options.model_fields
+                cfg = {k: val for k, val in cfg.items() if k in fields}
+            except VerifybenchError:
+                pass
+            out.append({name: {"id": v["id"], **cfg}} if cfg or v["id"] != name else name)
+        return out
+    known = available()
+    unknown = [v for v in w.scores if v not in known]
+    if unknown:
+        raise VerifybenchError(f"the log's checks {', '.join(unknown)} are not verifier names; give the suite the "
+                               "guard was built from with --verifiers-from SUITE.yaml")
+    return list(w.scores)
+
+
+def _jsonable_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str = "uncertain", seed: int = 0,
+                random_share: float = 0.2, labeled: list[str | Path] | None = None,
+                min_per_class: int = 30, verifiers_from: str | Path | None = None) -> dict[str, Any]:
+    """Write `out` (a CSV of `budget` distinct cases to label) and a suite file beside it; return a report:
+    the picks by part and stratum, per doc type what the labeled set holds and still needs, torn log lines
+    skipped."""
+    w = open_source(source)
+    out = Path(out)
+    done: dict[str, bool | None] = {}
+    for path in labeled or []:
+        for r in read_labeled(path):
+            lab = parse_label(r.get("label"))
+            if lab is not None or r["id"] not in done:
+                done[r["id"]] = lab
+    pool = np.flatnonzero(~np.isin(w.ids, np.array(list(done), dtype=object)))
+    sel = select(w, pool, budget, strategy, seed, random_share)
+    rows = sel["rows"]
+    texts = w.texts(rows)
+    vids = list(w.scores)
+    header = ["id", *REVIEW_FIELDS, "doc_type", "question", "response", "sources", "evidence", "action",
+              *(f"score:{v}" for v in vids), *(f"flagged:{v}" for v in vids), "part", "stratum", "inclusion_prob",
+              "weight", "split", "case_meta", "window"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        wr = csv.DictWriter(f, fieldnames=header)
+        wr.writeheader()
+        for k, (row, text) in enumerate(zip(rows.tolist(), texts)):
+            cid = str(w.ids[row])
+            ev = _evidence(w, row, text)
+            wr.writerow({
+                "id": cid, **{k_: "" for k_ in REVIEW_FIELDS}, "doc_type": w.doc_type[row],
+                "question": text.get("question") or "", "response": text.get("response") or "",
+                "sources": _jsonable_text(_sources(text.get("sources"))), "evidence": _jsonable_text(ev),
+                "action": w.action[row],
+                **{f"score:{v}": "" if ev[v]["score"] is None else repr(ev[v]["score"]) for v in vids},
+                **{f"flagged:{v}": "" if ev[v]["flagged"] is None else int(ev[v]["flagged"]) for v in vids},
+                "part": sel["part"][k], "stratum": sel["stratum"][k],
+                "inclusion_prob": repr(float(sel["inclusion_prob"][k])), "weight": repr(float(sel["weight"][k])),
+                "split": id_split(cid), "case_meta": _jsonable_text(text.get("meta") or {}), "window": w.source,
+            })
+    suite_path = write_suite(out, _suite_verifiers(w, verifiers_from), min_per_class)
+    needs = slice_needs(w, rows, done, min_per_class)
+    parts = {p: int((sel["part"] == p).sum()) for p in dict.fromkeys(sel["part"].tolist())}
+    return {"csv": str(out), "suite": str(suite_path), "source": w.source, "kind": w.kind, "window_cases": len(w),
+            "already_labeled": len(done), "pool": int(len(pool)), "budget": budget, "strategy": strategy,
+            "seed": seed, "random_share": random_share, "parts": parts,
+            "strata": {s: int((sel["stratum"] == s).sum()) for s in dict.fromkeys(sel["stratum"].tolist())},
+            "needs": needs, "skipped_log_lines": w.skipped}
+
+
+def slice_needs(w: Window, rows: np.ndarray, done: dict[str, bool | None], min_per_class: int) -> dict[str, Any]:
+    """Per doc type: labeled cases of each class already held on the calibration side (ids hashed as the
+    CSV's split column), how many more of each a threshold of its own needs (a new case lands on the
+    calibration side with probability 1/2, as `describe` counts it), and what this queue adds, by the
+    guard's decision (flagged or not: the likely class, before a reviewer says)."""
+    doc_of = dict(zip(w.ids.tolist(), w.doc_type.tolist()))
+    out: dict[str, Any] = {}
+    for cid, lab in done.items():
+        d = doc_of.get(cid)
+        if d is None or lab is None or id_split(cid) != "calibration":
+            continue
+        e = out.setdefault(d, {"hallucinated": 0, "faithful": 0})
+        e["hallucinated" if lab else "faithful"] += 1
+    res: dict[str, Any] = {}
+    flagged = np.isin(w.action, ["flagged", "flag", "blocked", "block", "rewritten", "strip", "escalate", "escalated"])
+    for d in sorted(set(w.doc_type.tolist())):
+        have = out.get(d, {"hallucinated": 0, "faithful": 0})
+        sel = rows[w.doc_type[rows] == d]
+        res[d] = {"calibration_labeled": have,
+                  "more_hallucinated": math.ceil(max(0, min_per_class - have["hallucinated"]) / SHARE_CALIBRATION),
+                  "more_faithful": math.ceil(max(0, min_per_class - have["faithful"]) / SHARE_CALIBRATION),
+                  "queued": int(len(sel)), "queued_flagged": int(flagged[sel].sum())}
+    return res
+
+
+def write_suite(csv_path: Path, verifiers: list[Any], min_per_class: int = 30) -> Path:
+    """The suite beside the CSV that reads it back: rows whose label is still empty are skipped (and
+    counted as skipped records), the rest run as any suite does."""
+    name = csv_path.stem
+    doc = {
+        "name": name,
+        "description": f"label queue {csv_path.name}, read back once labeled (written by verifybench label-queue)",
+        "dataset": {"loader": "csv", "path": f"./{csv_path.name}", "name": name, "on_error": "skip",
+                    "fields": {"id": "id", "response": "response", "sources": "sources", "question": "question",
+                               "label": "label", "doc_type": "doc_type", "split": "split",
+                               "meta": ["part", "stratum", "weight", "inclusion_prob", "action", "reviewer"]}},
+        "verifiers": verifiers,
+        "metrics": {"by": "doc_type", "min_per_class": min_per_class},
+    }
+    path = csv_path.with_suffix(".yaml")
+    path.write_text("# Generated by verifybench label-queue: fill the label column (hallucinated / faithful), then\n"
+                    f"#   verifybench run {path.name}\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True),
+                    encoding="utf-8")
+    return path
+
+
+def merge(files: list[str | Path], out: str | Path) -> dict[str, Any]:
+    """Merge labeled queues (newest first) into one CSV with one row per case id. A case labeled in
+    several files with different labels keeps an empty label and a `conflict` cell naming each file's
+    label: reported, never resolved silently. An empty label never overrides a filled one."""
+    merged: dict[str, dict[str, str]] = {}
+    labels: dict[str, list[tuple[str, str, bool]]] = {}
+    header: list[str] = []
+    for path in files:
+        rows = read_labeled(path)
+        for r in rows:
+            header += [k for k in r if k not in header]
+            cid = r["id"]
+            lab = parse_label(r.get("label"))
+            if lab is not None:
+                labels.setdefault(cid, []).append((Path(path).name, r["label"], lab))
+            if cid not in merged or (parse_label(merged[cid].get("label")) is None and lab is not None):
+                merged[cid] = dict(r)
+    conflicts = []
+    for cid, got in labels.items():
+        if len({x[2] for x in got}) > 1:
+            said = "; ".join(f"{f}: {raw}" for f, raw, _ in got)
+            merged[cid]["label"] = ""
+            merged[cid]["conflict"] = said
+            conflicts.append({"id": cid, "labels": said})
+    if "conflict" not in header:
+        header.append("conflict")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        wr = csv.DictWriter(f, fieldnames=header)
+        wr.writeheader()
+        for r in merged.values():
+            wr.writerow({k: r.get(k, "") for k in header})
+    return {"csv": str(out), "rows": len(merged), "labeled": sum(parse_label(r.get("label")) is not None
+                                                                for r in merged.values()),
+            "conflicts": conflicts}
+
+
+def estimate(path: str | Path) -> dict[str, Any]:
+    """From one labeled queue: the hallucination rate, and per check its flag rate, precision and recall
+    at the thresholds it was queued with, weighted by 1 / inclusion probability (estimates for the whole
+    window) and unweighted (the queue itself). Unlabeled rows are left out, and counted."""
+    rows = read_labeled(path)
+    lab = [parse_label(r.get("label")) for r in rows]
+    keep = [i for i, v in enumerate(lab) if v is not None]
+    if not keep:
+        raise VerifybenchError(f"{path}: no labeled row yet")
+    y = np.array([lab[i] for i in keep], bool)
+    try:
+        wt = np.array([float(rows[i]["weight"]) for i in keep])
+    except (KeyError, ValueError):
+        raise VerifybenchError(f"{path}: no usable 'weight' column; estimates need a label-queue CSV") from None
+    wt = np.where(np.isnan(wt), 0.0, wt)
+    checks = [k.split(":", 1)[1] for k in rows[0] if k.startswith("flagged:")]
+
+    def both(mask_num: np.ndarray, mask_den: np.ndarray) -> dict[str, float | None]:
+        def ratio(w: np.ndarray) -> float | None:
+            den = float((w * mask_den).sum())
+            return float((w * mask_num).sum()) / den if den > 0 else None
+        return {"weighted": ratio(wt), "unweighted": ratio(np.ones(len(wt)))}
+
+    out: dict[str, Any] = {"rows": len(rows), "labeled": len(keep), "unlabeled_left_out": len(rows) - len(keep),
+                           "window_cases_represented": float(wt.sum()),
+                           "hallucination_rate": both(y, np.ones(len(y), bool)), "checks": {}}
+    for v in checks:
+        raw = [rows[i].get(f"flagged:{v}", "") for i in keep]
+        has = np.array([x != "" for x in raw])
+        f = np.array([x == "1" for x in raw])
+        out["checks"][v] = {"flag_rate": both(f & has, has), "precision": both(f & y & has, f & has),
+                            "recall": both(f & y & has, y & has)}
+    return out

@@ -1,0 +1,167 @@
+"""A finished run directory as one row per case and one score column per check: what the cascade, the
+stacked combination, the label queue and drift read.
+
+Built from the columnar readers (`rundir.read_case_frame`, `read_verdict_frame`) and the metrics
+layer's own `frame`, so the calibration / test split and the slices are exactly the ones the report
+and the gate used. Nothing is re-scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from verifybench.errors import VerifybenchError
+from verifybench.evaluation.reading import settings_for
+from verifybench.metrics.curves import sorted_curve
+from verifybench.metrics.operating import WARMUP, latency_kind_codes
+from verifybench.metrics.settings import OVERALL, Settings
+from verifybench.metrics.summary import check_fields, meta_fields
+from verifybench.metrics.thresholds import Target, per_value, role_of, select_threshold, split_roles
+from verifybench.rundir import MANIFEST, read_case_frame, read_json, read_verdict_frame
+from verifybench.rundir.checks import require_one_verdict_each
+from verifybench.tables import positions, slice_value
+
+
+@dataclass
+class Check:
+    """One verifier's verdicts, one entry per case of the run (NaN where it has no scored verdict)."""
+
+    id: str
+    score: np.ndarray  # NaN: an error verdict, or none
+    latency: np.ndarray  # ms; NaN where not recorded
+    warmup: np.ndarray  # the latency includes loading models (the first batch of a worker)
+    cost: np.ndarray  # USD; NaN where not reported
+    config: dict[str, Any] = field(default_factory=dict)
+    config_hash: str | None = None
+
+    @property
+    def ok(self) -> np.ndarray:
+        return ~np.isnan(self.score)
+
+
+@dataclass
+class RunTable:
+    """A run as arrays over its cases: label, role, slice, and one `Check` per verifier."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    settings: Settings
+    case_id: pd.Series
+    label: np.ndarray
+    cal: np.ndarray
+    test: np.ndarray
+    slice: np.ndarray  # integer codes into `slices`
+    slices: list[str]
+    doc_type: np.ndarray  # integer codes into `doc_types`
+    doc_types: list[str]
+    checks: dict[str, Check]
+    split_from: str
+
+    def check(self, vid: str) -> Check:
+        if vid not in self.checks:
+            raise VerifybenchError(f"{self.run_dir}: no verifier {vid!r} in this run (its verifiers: "
+                                   f"{', '.join(self.checks)})")
+        return self.checks[vid]
+
+    def threshold(self, vid: str, target: Target | None = None) -> dict[str, Any]:
+        """The check's whole-set threshold: given (a policy, `metrics.fixed`, a binary decision) or fitted on
+        the calibration split's scored cases, as `metrics.summary` fits it. The value is None when the
+        calibration split is too small or no threshold reaches the target."""
+        s, c = self.settings, self.check(vid)
+        target = target or s.target
+        given = (s.policy or {}).get(vid, {})
+        if OVERALL in given:
+            return {"value": float(given[OVERALL]), "kind": "given", "source": s.policy_source}
+        if vid in s.binary:
+            return {"value": 1.0, "kind": "given", "source": "the verifier's own 0/1 decision (binary)"}
+        sel = self.cal & c.ok
+        y, sc = self.label[sel], c.score[sel]
+        n_pos, n_neg = int(y.sum()), int((~y).sum())
+        if min(n_pos, n_neg) < s.min_per_class:
+            return {"value": None, "kind": None, "warning": f"the calibration split has {n_pos} hallucinated and "
+                    f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)"}
+        order = np.argsort(-sc, kind="mergesort")
+        curve = sorted_curve(y[order], sc[order])
+        i = select_threshold(curve, target)
+        if i is None:
+            return {"value": None, "kind": None, "warning": f"no threshold reaches {target} on the calibration split"}
+        return {"value": float(curve.thresholds[i]), "kind": "fitted",
+                "source": f"fitted on the calibration split ({target})"}
+
+
+def _slice_codes(cases: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
+    """Each case's slice under `by` as codes into sorted names ("none" for a missing value), as the
+    metrics layer names them."""
+    col = cases[f"meta.{by[5:]}"] if by.startswith("meta.") else cases[by]
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype("category")
+    codes = col.cat.codes.to_numpy().astype(np.int64)
+    cats = [slice_value(c) for c in col.cat.categories]
+    names = sorted(set(cats) | ({"none"} if (codes < 0).any() else set()))
+    at = {n: i for i, n in enumerate(names)}
+    remap = np.array([at[c] for c in cats] + [at.get("none", -1)], dtype=np.int64)
+    return remap[codes], names
+
+
+def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
+    """The run directory `run_dir` as a `RunTable` (settings from the suite, then `overrides`). The split
+    is the metrics layer's (`split_roles`, as `metrics.summary.frame` draws it); a (verifier, case) pair
+    with two verdicts, or a verdict for a case the index lacks, is refused (`runcheck`)."""
+    run_dir = Path(run_dir)
+    manifest = read_json(run_dir / MANIFEST)
+    s = settings_for(run_dir, manifest, **overrides)
+    cases = read_case_frame(run_dir, meta=meta_fields(s.by))
+    if len(cases):
+        check_fields(cases, {"metrics.by": s.by})
+    verdicts = read_verdict_frame(run_dir)
+    n = len(cases)
+    pos = positions(verdicts["case_id"], cases["id"]) if len(verdicts) else np.empty(0, np.int64)
+    vcat = verdicts["verifier"].astype("category") if not isinstance(verdicts["verifier"].dtype, pd.CategoricalDtype) \
+        else verdicts["verifier"]
+    vcodes = vcat.cat.codes.to_numpy().astype(np.int64)
+    nv = max(len(vcat.cat.categories), 1)
+    if len(pos) and ((pos < 0).any() or np.bincount(pos * nv + vcodes).max() > 1):
+        require_one_verdict_each(run_dir, cases, verdicts)  # raises, naming the cases
+    label = cases["label"].to_numpy(bool)
+    splits = cases["split"]
+    role = split_roles(splits, seed=s.seed, test_fraction=s.test_fraction, labels=label,
+                       groups=cases["group"].to_numpy(), strata=cases["doc_type"])
+    from_field = bool(len(role)) and bool((role == per_value(splits, role_of)).all())
+    codes, slices = _slice_codes(cases, s.by)
+    dt = cases["doc_type"]
+    doc_types = [str(c) for c in dt.cat.categories] + ["none"]
+    dcodes = dt.cat.codes.to_numpy().astype(np.int64)
+    dcodes[dcodes < 0] = len(doc_types) - 1
+    configs = {v["id"]: v for v in manifest.get("verifiers") or []}
+    score_all = verdicts["score"].to_numpy(float, na_value=np.nan)
+    score_all = np.where(verdicts["error"].isna().to_numpy(), score_all, np.nan)
+    lat_all = verdicts["latency_ms"].to_numpy(float, na_value=np.nan)
+    warm_all = latency_kind_codes(verdicts["latency_kind"]) == WARMUP
+    cost_all = verdicts["cost_usd"].to_numpy(float, na_value=np.nan)
+    del verdicts
+    checks: dict[str, Check] = {}
+    order = np.argsort(vcodes, kind="stable")
+    bounds = np.searchsorted(vcodes[order], np.arange(nv + 1))
+    for code, vid in enumerate(vcat.cat.categories):
+        rows = order[bounds[code]:bounds[code + 1]]
+        if not len(rows):
+            continue
+        at = pos[rows]
+
+        def spread(values: np.ndarray, fill: Any = np.nan, dtype: Any = float) -> np.ndarray:
+            out = np.full(n, fill, dtype=dtype)
+            out[at] = values[rows]  # noqa: B023 - used inside this iteration only
+            return out
+
+        v = configs.get(str(vid), {})
+        checks[str(vid)] = Check(id=str(vid), score=spread(score_all), latency=spread(lat_all),
+                                 warmup=spread(warm_all, False, bool), cost=spread(cost_all),
+                                 config=v.get("config") or {}, config_hash=v.get("config_hash"))
+    return RunTable(run_dir=run_dir, manifest=manifest, settings=s, case_id=cases["id"], label=label,
+                    cal=role == "calibration", test=role == "test", slice=codes, slices=slices, doc_type=dcodes,
+                    doc_types=doc_types, checks=checks, split_from="field" if from_field else "seeded")

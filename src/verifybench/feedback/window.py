@@ -1,0 +1,227 @@
+"""A window of production traffic, from a guard's decision log or from a run directory of unlabeled
+(or labeled) cases: per case its id, doc type, texts, and each check's score, threshold and flag.
+
+The decision log is a directory of JSONL files `decisions-<pid>-<seq>.jsonl`, one record per checked
+answer, in the case schema (id, response, sources, question, doc_type, meta) plus `decision`:
+`{action, request_id, checks: [{verifier, score, threshold, threshold_source, flagged, error,
+latency_ms}], guard_hash, policy_hash, time}`. A last line cut short (a writer killed mid-line, or a
+last line that is not JSON) is skipped and reported; a bad line anywhere else is an error naming the
+file and the line. (The guard's own `guardlog` loader reads the same files as cases; this reader keeps
+the decisions as columns.)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verifybench.errors import VerifybenchError
+from verifybench.feedback.runs import RunTable, read_run
+from verifybench.metrics.settings import OVERALL
+from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_json
+
+LOG_GLOB = "decisions-*.jsonl"
+
+
+class LogError(VerifybenchError):
+    pass
+
+
+@dataclass
+class Window:
+    """Production cases as columns. `scores[v]` is NaN where check `v` failed or did not run;
+    `thresholds[v]` the threshold applied to each case (NaN where none)."""
+
+    source: str
+    kind: str  # "log" | "run"
+    ids: np.ndarray  # object
+    doc_type: np.ndarray  # object (str)
+    scores: dict[str, np.ndarray]
+    thresholds: dict[str, np.ndarray]
+    action: np.ndarray  # object: the guard's action, or flagged / allowed for a run
+    label: np.ndarray | None = None  # a run's labels, when it has them
+    records: list[dict[str, Any]] | None = None  # a log's records (texts), in order
+    run: RunTable | None = None
+    skipped: list[str] = field(default_factory=list)  # torn lines, reported
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def flagged(self, vid: str) -> np.ndarray:
+        s, t = self.scores[vid], self.thresholds[vid]
+        return ~np.isnan(s) & ~np.isnan(t) & (np.where(np.isnan(s), -np.inf, s) >= t)
+
+    def texts(self, rows: np.ndarray) -> list[dict[str, Any]]:
+        """The case fields a reviewer needs (question, sources, response, meta) for `rows`."""
+        if self.records is not None:
+            return [self.records[int(i)] for i in rows]
+        assert self.run is not None
+        return _run_texts(self.run, rows)
+
+
+def _check_record(rec: Any, where: str) -> dict[str, Any]:
+    if not isinstance(rec, dict):
+        raise LogError(f"{where}: not a decision record (a JSON object expected)")
+    for k in ("id", "response"):
+        if k not in rec:
+            raise LogError(f"{where}: field {k!r} is missing")
+    d = rec.get("decision")
+    if not isinstance(d, dict) or not isinstance(d.get("checks"), list):
+        raise LogError(f"{where}: field 'decision.checks' is missing or not a list")
+    for i, c in enumerate(d["checks"]):
+        if not isinstance(c, dict) or "verifier" not in c:
+            raise LogError(f"{where}: field 'decision.checks[{i}].verifier' is missing")
+        for k in ("score", "threshold"):
+            v = c.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise LogError(f"{where}: field 'decision.checks[{i}].{k}': a number or null expected, got {v!r}")
+    return rec
+
+
+def read_log(log_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every decision record of a log directory (files in name order, lines in file order), and the
+    torn last lines skipped, as 'file:line: why'."""
+    d = Path(log_dir)
+    if not d.is_dir():
+        raise LogError(f"{d}: not a guard log directory")
+    files = sorted(d.glob(LOG_GLOB))
+    if not files:
+        raise LogError(f"{d}: no decision log files ({LOG_GLOB}) in it")
+    records: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for path in files:
+        data = path.read_bytes()
+        lines = data.split(b"\n")
+        complete = data.endswith(b"\n")
+        last = len(lines) - 1  # after a final newline the last piece is empty
+        for n, raw in enumerate(lines, 1):
+            if n == last + 1 and not raw:
+                break
+            if not raw.strip():
+                continue
+            is_last = n == last + 1 or (complete and n == last)
+            if not complete and n == last + 1:
+                skipped.append(f"{path.name}:{n}: a torn last line ({len(raw)} bytes without a newline), skipped")
+                break
+            try:
+                rec = json.loads(raw)
+            except ValueError as e:
+                if is_last:
+                    skipped.append(f"{path.name}:{n}: a torn last line (not JSON: {e}), skipped")
+                    break
+                raise LogError(f"{path}:{n}: not JSON ({e})") from None
+            records.append(_check_record(rec, f"{path}:{n}"))
+    return records, skipped
+
+
+def from_log(log_dir: str | Path) -> Window:
+    """A log directory as a window; a case id logged more than once (a retried request) keeps its last
+    record, and the repeats are reported with the torn lines."""
+    records, skipped = read_log(log_dir)
+    last = {str(r["id"]): i for i, r in enumerate(records)}
+    if len(last) != len(records):
+        skipped.append(f"{len(records) - len(last)} records repeat an earlier case id: the last record of each id kept")
+        keep = sorted(last.values())
+        records = [records[i] for i in keep]
+    n = len(records)
+    vids = list(dict.fromkeys(c["verifier"] for r in records for c in r["decision"]["checks"]))
+    scores = {v: np.full(n, np.nan) for v in vids}
+    thresholds = {v: np.full(n, np.nan) for v in vids}
+    for i, r in enumerate(records):
+        for c in r["decision"]["checks"]:
+            v = c["verifier"]
+            if c.get("score") is not None and not c.get("error"):
+                scores[v][i] = float(c["score"])
+            if c.get("threshold") is not None:
+                thresholds[v][i] = float(c["threshold"])
+    ids = np.array([str(r["id"]) for r in records], dtype=object)
+    return Window(source=str(log_dir), kind="log", ids=ids,
+                  doc_type=np.array([str(r.get("doc_type") or "none") for r in records], dtype=object),
+                  scores=scores, thresholds=thresholds,
+                  action=np.array([str(r["decision"].get("action") or "") for r in records], dtype=object),
+                  records=records, skipped=skipped)
+
+
+def run_thresholds(t: RunTable) -> dict[str, np.ndarray]:
+    """Each case's threshold per check, as the run's metrics.json (or its policy) applies it: the case's
+    slice's own, else the whole set's."""
+    path = t.run_dir / METRICS
+    metrics = read_json(path) if path.exists() else {"verifiers": {}}
+    out = {}
+    for vid in t.checks:
+        m = (metrics.get("verifiers") or {}).get(vid)
+        if m is None:
+            thr = t.threshold(vid)["value"]
+            out[vid] = np.full(len(t.label), np.nan if thr is None else thr)
+            continue
+        whole = m["overall"]["threshold"]["value"]
+        per = np.array([((m["slices"].get(k) or {}).get("threshold") or {}).get("value") for k in t.slices] + [None],
+                       dtype=object)
+        per = np.array([whole if v is None else v for v in per], dtype=object)
+        per = np.array([np.nan if v is None else float(v) for v in per])
+        out[vid] = per[t.slice]  # slice -1 (none) takes the last entry: the whole set's
+    return out
+
+
+def from_run(run_dir: str | Path) -> Window:
+    t = read_run(run_dir)
+    thresholds = run_thresholds(t)
+    flags = [(~np.isnan(c.score)) & (np.where(np.isnan(c.score), -np.inf, c.score) >= thresholds[v])
+             for v, c in t.checks.items()]
+    any_flag = np.any(np.vstack(flags), axis=0) if flags else np.zeros(len(t.label), bool)
+    return Window(source=str(run_dir), kind="run", ids=np.asarray(t.case_id.to_numpy(), dtype=object),
+                  doc_type=np.asarray(t.doc_types, dtype=object)[t.doc_type],
+                  scores={v: c.score for v, c in t.checks.items()}, thresholds=thresholds,
+                  action=np.where(any_flag, "flagged", "allowed").astype(object), label=t.label, run=t)
+
+
+def open_source(source: str | Path) -> Window:
+    """A guard log directory or a run directory, as a `Window`."""
+    p = Path(source)
+    if (p / MANIFEST).exists() and (p / CASES).exists():
+        return from_run(p)
+    if p.is_dir() and any(p.glob(LOG_GLOB)):
+        return from_log(p)
+    raise VerifybenchError(f"{p}: neither a run directory (manifest.json, cases.jsonl) nor a guard log "
+                           f"directory ({LOG_GLOB})")
+
+
+def _run_texts(t: RunTable, rows: np.ndarray) -> list[dict[str, Any]]:
+    """Case-index rows (question, clipped response, meta) of a run, with their sources read back from the
+    run's dataset when it can be read (else empty, and said so in `sources_note`)."""
+    from verifybench.rundir import read_case_frame
+
+    offsets = read_case_frame(t.run_dir)["offset"].to_numpy()
+    rows_ = read_cases_at(t.run_dir, offsets[np.asarray(rows, dtype=np.int64)])
+    want = {r["id"] for r in rows_}
+    sources: dict[str, list[dict[str, Any]]] = {}
+    note = None
+    try:
+        from verifybench.loaders import iter_cases
+        from verifybench.pipeline.runner import resume_suite
+
+        suite = resume_suite(t.run_dir)
+        lenient = suite.dataset.model_copy(update={"on_error": "skip"})
+        full: dict[str, str] = {}
+        for case in iter_cases(lenient, []):
+            if case.id in want:
+                sources[case.id] = [{"id": s.id, "text": s.text} for s in case.sources]
+                full[case.id] = case.response
+                if len(sources) == len(want):
+                    break
+        for r in rows_:
+            if r["id"] in full:
+                r["response"] = full[r["id"]]  # the index clips it
+    except VerifybenchError as e:
+        note = f"the run's dataset could not be read back ({e}): sources left empty"
+    out = []
+    for r in rows_:
+        out.append({**r, "sources": sources.get(r["id"], []), **({"sources_note": note} if note else {})})
+    return out
+
+
+__all__ = ["OVERALL", "LogError", "Window", "from_log", "from_run", "open_source", "read_log"]

@@ -1,0 +1,154 @@
+"""Label queues (verifybench.feedback.queue) from a run directory and from a guard decision log built from
+real HaluEval QA cases: N distinct cases, the strategy honoured, the random share and its weights, the
+CSV read back by the generated suite once labeled (run -> thresholds -> baseline -> gate, unedited), and
+merging with an earlier labeled set."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import verifybench as vb
+from helpers.loop_runs import make_qa_run, write_guard_log
+from verifybench.cli import app
+from verifybench.feedback.queue import estimate, label_queue, merge
+from verifybench.feedback.window import from_log, read_log
+from verifybench.rundir import read_case_index
+
+
+@pytest.fixture(scope="module")
+def qa_run(tmp_path_factory, data_dir) -> Path:
+    return make_qa_run(tmp_path_factory, data_dir)
+
+
+@pytest.fixture(scope="module")
+def guard_log(qa_run, tmp_path_factory) -> Path:
+    return write_guard_log(qa_run, tmp_path_factory.mktemp("guard-log"))
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_log_reader_skips_and_reports_a_torn_last_line(guard_log, qa_run):
+    records, skipped = read_log(guard_log)
+    assert len(records) == len(read_case_index(qa_run))
+    assert len(skipped) == 1 and skipped[0].startswith("decisions-101-0.jsonl:") and "torn" in skipped[0]
+    bad = guard_log.parent / "bad-log"
+    bad.mkdir(exist_ok=True)
+    (bad / "decisions-1-0.jsonl").write_text('{"id": "a", "response": "x", "decision": {"checks": []}}\n{oops\n'
+                                             '{"id": "b", "response": "y", "decision": {"checks": []}}\n')
+    with pytest.raises(vb.VerifybenchError, match=r"decisions-1-0.jsonl:2: not JSON"):
+        read_log(bad)
+    (bad / "decisions-1-0.jsonl").write_text('{"id": "a", "response": "x", "decision": {"checks": [{"score": 1}]}}\n')
+    with pytest.raises(vb.VerifybenchError, match=r"decisions-1-0.jsonl:1: field 'decision.checks\[0\].verifier'"):
+        read_log(bad)
+    # A retried request logged twice: one case, the last record, reported.
+    rec = '{"id": "a", "response": "%s", "decision": {"checks": [{"verifier": "rouge", "score": %s, "threshold": 0.5}]}}\n'
+    (bad / "decisions-1-0.jsonl").write_text(rec % ("x", 0.1) + rec % ("y", 0.9))
+    w = from_log(bad)
+    assert w.ids.tolist() == ["a"] and w.scores["rouge"].tolist() == [0.9] and "repeat" in w.skipped[0]
+
+
+@pytest.mark.parametrize("strategy", ["uncertain", "stratified", "disagree"])
+def test_a_queue_of_budget_n_has_n_distinct_cases_and_honours_the_strategy(guard_log, tmp_path, strategy):
+    n = 60
+    r = label_queue(guard_log, n, tmp_path / "q.csv", strategy=strategy, seed=3, random_share=0.25)
+    rows = _rows(tmp_path / "q.csv")
+    assert len(rows) == n == len({x["id"] for x in rows})
+    assert r["skipped_log_lines"] and r["parts"] == {"random": 15, strategy: 45}
+    assert all(x["label"] == "" and x["sources"].startswith("[{") and json.loads(x["evidence"]) for x in rows)
+    w = from_log(guard_log)
+    at = {cid: i for i, cid in enumerate(w.ids.tolist())}
+    picked = np.array([at[x["id"]] for x in rows])
+    targeted = np.array([at[x["id"]] for x in rows if x["part"] == strategy])
+    rest = np.setdiff1d(np.arange(len(w)), picked)
+    if strategy == "uncertain":
+        from verifybench.feedback.queue import _quantile_margin
+
+        m = _quantile_margin(w)
+        assert m[targeted].max() <= m[rest].min()  # nothing left out is closer to a threshold
+    elif strategy == "disagree":
+        from verifybench.feedback.queue import _disagreement
+
+        dis = _disagreement(w)
+        assert dis[targeted].all() or not dis[rest].any()
+    else:
+        strata = {x["stratum"] for x in rows if x["part"] == strategy}
+        assert strata == {"qa / allow", "qa / flag"}
+        counts = [sum(1 for x in rows if x["stratum"] == s and x["part"] == strategy) for s in sorted(strata)]
+        assert abs(counts[0] - counts[1]) <= 1
+    # The weights sum to the window (Horvitz-Thompson: each stratum's cases are represented once).
+    assert sum(float(x["weight"]) for x in rows) == pytest.approx(len(w))
+    # Seeded: the same queue again.
+    label_queue(guard_log, n, tmp_path / "again.csv", strategy=strategy, seed=3, random_share=0.25)
+    assert [x["id"] for x in _rows(tmp_path / "again.csv")] == [x["id"] for x in rows]
+
+
+def test_labeled_queue_round_trips_through_its_suite_to_a_gate(qa_run, tmp_path):
+    """Fill the labels (from the dataset's own labels, as a reviewer would), then run, fit thresholds,
+    record a baseline and gate, with the generated suite as it was written."""
+    out = tmp_path / "queue" / "to_label.csv"
+    r = label_queue(qa_run, 240, out, strategy="stratified", seed=0)
+    truth = {c["id"]: c["label"] for c in read_case_index(qa_run)}
+    rows = _rows(out)
+    for x in rows[:-5]:  # the last five are left unlabeled: skipped and counted, not guessed
+        x["label"] = "hallucinated" if truth[x["id"]] else "faithful"
+        x["reviewer"] = "test"
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    run = vb.run(r["suite"], out=tmp_path / "labeled-run", progress=False)
+    assert run.n_cases == 235 and run.n_skipped_records == 5
+    assert set(run.verdicts["verifier"]) == {"rouge", "bleu"}
+    policy = vb.thresholds(run.run_dir, out=tmp_path / "policy.yaml")
+    assert policy["thresholds"]["rouge"]["all"]["threshold"] is not None
+    base = vb.baseline(run.run_dir, out=tmp_path / "baseline.json")
+    again = vb.run(r["suite"], out=tmp_path / "labeled-run-2", progress=False)
+    res = CliRunner().invoke(app, ["gate", str(again.run_dir), "--baseline", str(base)])
+    assert res.exit_code == 0 and "gate passed" in res.output, res.output
+    # The estimate reads the labeled file: the weighted rate is the window's, the unweighted the queue's.
+    e = estimate(out)
+    assert e["labeled"] == 235 and e["unlabeled_left_out"] == 5
+    assert 0 < e["hallucination_rate"]["weighted"] < 1
+    flag_rate = e["checks"]["rouge"]["flag_rate"]
+    assert flag_rate["unweighted"] != pytest.approx(flag_rate["weighted"])  # the queue over-samples a stratum
+
+
+def test_merge_keeps_one_row_per_id_and_reports_conflicts(qa_run, tmp_path):
+    first = tmp_path / "week1.csv"
+    label_queue(qa_run, 30, first, strategy="uncertain", seed=0)
+    rows = _rows(first)
+    for x in rows:
+        x["label"] = "faithful"
+    with open(first, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    second = tmp_path / "week2.csv"
+    r = label_queue(qa_run, 30, second, strategy="uncertain", seed=1, labeled=[first])
+    new = _rows(second)
+    assert not {x["id"] for x in new} & {x["id"] for x in rows}  # labeled cases are not queued again
+    assert r["already_labeled"] == 30
+    # A reviewer relabels two of week 1's cases differently, and agrees on a third.
+    new[0]["label"] = "hallucinated"
+    extra = [dict(rows[0], label="hallucinated"), dict(rows[1], label="1"), dict(rows[2], label="faithful")]
+    with open(second, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(new[0]))
+        w.writeheader()
+        w.writerows(new + extra)
+    res = CliRunner().invoke(app, ["label-merge", str(second), str(first), "--out", str(tmp_path / "all.csv")])
+    assert res.exit_code == 1, res.output
+    merged = _rows(tmp_path / "all.csv")
+    assert len(merged) == len({x["id"] for x in merged}) == 60
+    conflicts = {x["id"]: x for x in merged if x["conflict"]}
+    assert set(conflicts) == {rows[0]["id"], rows[1]["id"]}
+    assert all(x["label"] == "" and "week1.csv: faithful" in x["conflict"] for x in conflicts.values())
+    assert next(x for x in merged if x["id"] == rows[2]["id"])["label"] == "faithful"
+    assert rows[0]["id"] in res.output
+    assert merge([first], tmp_path / "one.csv")["conflicts"] == []
