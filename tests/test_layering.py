@@ -23,6 +23,9 @@ LAYERS: list[set[str]] = [
     # built on one or two of them
     {"suite", "executors", "report", "gate", "compare", "policy", "tracking", "localization", "runcheck"},
     {"runner", "history", "inline"},
+    # rollout: a policy's checks applied to live answers, served, and logged (above the runner and the
+    # policy it applies; the surface calls it)
+    {"guard"},
     # the surface: one function per command (api), the Run object its calls return (results), and the
     # package's lazy re-exports of both; they refer to each other, so they share a layer
     {"api", "results", "__init__"},
