@@ -369,7 +369,7 @@ def test_the_dataset_hash_is_the_datas(small, tmp_path):
 # Each CLI command and the api function it calls.
 COMMANDS = {"run": "run", "report": "finish", "describe": "describe_suite", "thresholds": "thresholds",
             "compare": "compare", "baseline": "baseline", "gate": "gate", "log": "log_to_mlflow",
-            "history": "history", "list": "components"}
+            "history": "history", "list": "components", "serve": "serve"}
 
 
 def test_api_all_lists_every_command_and_the_root_exports_resolve():

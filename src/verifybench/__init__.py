@@ -25,6 +25,7 @@ _LAZY = {
         "run", "resume", "load_run", "finish", "describe_suite", "thresholds", "baseline", "log_to_mlflow",
         "check_mlflow", "components")},
     "Run": "verifybench.results",
+    "Guard": "verifybench.guard",
     "Verifier": "verifybench.verifiers",
     "CaseVerifier": "verifybench.verifiers",
     "FieldSpec": "verifybench.loaders.fields",

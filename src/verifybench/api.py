@@ -494,6 +494,15 @@ def describe_suite(suite: str | Path | Suite, data_dir: str | Path | None = None
     return describe(suite, min_cases=min_cases)
 
 
+def serve(guard: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: str | Path | None = None,
+          workers: int = 1) -> None:
+    """Serve a guard (a guard file or a policy file) over HTTP until interrupted; see
+    `verifybench.guard.service` and docs/rollout.md. Needs the `serve` extra."""
+    from verifybench.guard.service import serve as run_service
+
+    run_service(guard, host=host, port=port, log_dir=log_dir, workers=workers)
+
+
 def components() -> dict[str, dict[str, str]]:
     """Every loader and verifier (built-in and from entry points) with its one-line description."""
     verifiers = {}
@@ -516,4 +525,4 @@ def components() -> dict[str, dict[str, str]]:
 # calls, and the types they take and return.
 __all__ = ["DEFAULT_SUITE", "OVERALL", "Case", "FieldSpec", "Run", "Source", "Verdict", "Verifier", "VerifybenchError",
            "baseline", "check_mlflow", "compare", "components", "describe_suite", "finish", "gate", "history",
-           "load_run", "log_to_mlflow", "resume", "run", "thresholds"]
+           "load_run", "log_to_mlflow", "resume", "run", "serve", "thresholds"]
