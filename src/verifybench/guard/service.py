@@ -1,9 +1,9 @@
 """`verifybench serve`: a guard behind HTTP, on FastAPI and uvicorn (the `serve` extra).
 
-FastAPI (imported by this module only: the rest of the package never needs it) because the request and the decision are already pydantic models: the same models validate
-the body (a 4xx names the field), document it in the OpenAPI schema (/openapi.json, /docs) and
-serialise the answer; it runs on uvicorn like any ASGI app, and Ray Serve deploys a FastAPI app as it
-is (docs/rollout.md).
+FastAPI (imported by this module only: the rest of the package never needs it), because the request
+and the decision are already pydantic models: the same models validate the body (a 4xx names the
+field), document it in the OpenAPI schema (/openapi.json, /docs) and serialise the answer; it runs on
+uvicorn like any ASGI app, and Ray Serve deploys a FastAPI app as it is (docs/rollout.md).
 
 Endpoints: POST /v1/check, POST /v1/check/batch, GET /v1/escalations (drains the escalation queue),
 GET /healthz (the process answers), GET /readyz (200 once the guard is built and its models are
