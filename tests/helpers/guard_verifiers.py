@@ -69,3 +69,36 @@ class SentencesBatched(Verifier):
             out.append(Verdict(case_id=case.id, verifier=self.id, units=units,
                                score=max((u.score or 0.0 for u in units), default=0.0)))
         return out
+
+
+def fit_demo_policy(base, verifiers=None, target: str = "youden"):
+    """A run over the project's demo set (rouge and `Sentences` by default) and the policy fitted on it:
+    (suite path, Run, policy path)."""
+    from pathlib import Path
+
+    import yaml
+
+    import verifybench
+
+    demo = Path(__file__).resolve().parents[2] / "datasets" / "demo" / "cases.jsonl"
+    suite = Path(base) / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "guard-demo",
+        "dataset": {"loader": "jsonl", "path": str(demo),
+                    "fields": {"id": "id", "response": "response", "sources": "sources", "question": "question",
+                               "label": "label", "doc_type": "doc_type", "split": "split"}},
+        "verifiers": verifiers or ["rouge", {"helpers.guard_verifiers:Sentences": {"id": "sentences"}}],
+        "metrics": {"by": "doc_type", "bootstrap": 50},
+    }), encoding="utf-8")
+    run = verifybench.run(suite, out=Path(base) / "run", progress=False)
+    policy = Path(base) / "policy.yaml"
+    verifybench.thresholds(run.run_dir, by="doc_type", target=target, out=policy)
+    return suite, run, policy
+
+
+def demo_cases() -> list[dict]:
+    import json
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "datasets" / "demo" / "cases.jsonl"
+    return [json.loads(line) for line in demo.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -211,7 +211,10 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
-        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+        # The deepest location first: for a union (a source as a string or an object) it is the member
+        # the value was meant as.
+        first = max(errors, key=lambda e: len(_field(e.get("loc") or ()))) if errors else {
+            "loc": ("body",), "msg": "invalid request"}
         field = _field(first.get("loc") or ())
         metrics.requests.labels(request.url.path, "422").inc()
         return JSONResponse(status_code=422, content={
