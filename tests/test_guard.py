@@ -306,3 +306,38 @@ def test_the_log_rotates_skips_a_torn_last_line_and_reads_as_a_dataset(fitted, t
     assert got[0].doc_type == cases[0]["doc_type"] and got[0].sources[0].text == cases[0]["sources"][0]["text"]
     with pytest.warns(UserWarning):
         assert list(iter_cases(DatasetSpec(loader="guardlog", path=str(tmp_path / "log")))) == []  # unlabeled: skip
+
+
+@pytest.mark.slow
+def test_anchors_guard_equals_run_with_policy_and_strips_its_flagged_claims(tmp_path):
+    """The one model verifier here: the embedding model loads at the guard's start, a served decision
+    equals run --policy's, and strip cuts exactly the claims anchors flags, by their offsets."""
+    cases = _demo_cases()[::5]  # 77 cases, both labels of every doc type on both splits
+    suite = tmp_path / "suite.yaml"
+    rows = tmp_path / "cases.jsonl"
+    rows.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    suite.write_text(yaml.safe_dump({
+        "name": "anchors-guard", "dataset": {"loader": "jsonl", "path": str(rows), "fields": {
+            "id": "id", "response": "response", "sources": "sources", "question": "question", "label": "label",
+            "doc_type": "doc_type", "split": "split"}},
+        "verifiers": [{"anchors": {"cache_dir": None}}], "metrics": {"by": "doc_type", "bootstrap": 20}}))
+    run = verifybench.run(suite, out=tmp_path / "run", progress=False)
+    policy = tmp_path / "policy.yaml"
+    verifybench.thresholds(run.run_dir, target="youden", min_per_class=10, out=policy)
+    applied = verifybench.run(suite, out=tmp_path / "applied", progress=False, policy=policy)
+    want = applied.verdicts.set_index("case_id")
+    with Guard(policy, log_dir=False, action="strip") as g:
+        assert g.warmup == {"anchors": None} and g.checks[0].verifier._encoder is not None  # loaded at start
+        decisions = [g.check(**_item(c)) for c in cases]
+    for c, d in zip(cases, decisions):
+        r = d.checks[0]
+        assert r.score == pytest.approx(float(want.loc[c["id"], "score"]), abs=1e-5)
+        assert r.flagged == bool(want.loc[c["id"], "slice_flagged"])
+        if d.action == "rewritten":
+            flagged = [u for u in r.units if u.flagged]
+            assert d.response == strip_spans(c["response"], [(u.start, u.end) for u in flagged])
+            assert [(x.start, x.end) for x in d.removed] == [(u.start, u.end) for u in flagged]
+            for u in r.units:
+                if not u.flagged:
+                    assert u.text in d.response
+    assert {d.action for d in decisions} >= {"allowed", "rewritten"}
