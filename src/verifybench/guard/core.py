@@ -319,9 +319,13 @@ class Guard:
             self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="guard-check")
         return self._pool
 
-    def _start(self, c: _Check, case: Case, timed: bool) -> Future | Verdict:
+    def _start(self, c: _Check, case: Case, timed: bool, asynchronous: bool = False) -> Future | Verdict:
         """A verdict now (a cheap verifier without a time budget), or a future of one."""
         if c.batcher is not None:
+            if not timed and not asynchronous:
+                got = c.batcher.try_inline(case)
+                if got is not None:
+                    return got
             return c.batcher.submit(case)
         if timed:
             return self._pool_for_inline().submit(lambda: verify_safely(c.verifier, [case])[0])
@@ -345,7 +349,7 @@ class Guard:
 
     async def _phase_async(self, checks: list[_Check], case: Case, deadline: float | None) -> dict[str, tuple]:
         t0 = time.perf_counter()
-        started = {c.id: self._start(c, case, deadline is not None) for c in checks}
+        started = {c.id: self._start(c, case, deadline is not None, asynchronous=True) for c in checks}
         out: dict[str, tuple] = {}
         for c in checks:
             got = started[c.id]
