@@ -5,6 +5,7 @@ request checks, and a real uvicorn server on 127.0.0.1 in a subprocess for decis
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -268,3 +269,29 @@ def test_sigkill_under_load_leaves_one_record_per_answered_request(fitted, serve
     assert all(logged[rid] == 1 for rid in answered), [rid for rid in answered if logged[rid] != 1][:5]
     assert max(logged.values()) == 1  # no record twice
     assert len(torn.where) <= 1
+
+
+@pytest.mark.slow
+def test_several_workers_each_write_their_own_log_file(fitted, server, tmp_path):
+    s = server(workers=2)
+    pids: set[int] = set()
+    answered: list[str] = []
+    deadline = time.time() + 20
+    n = 0
+    while time.time() < deadline and (len(answered) < 40 or len(pids) < 2) and n < 200:  # bounded
+        # a fresh connection each time, so the workers' shared socket spreads them
+        ready = httpx.get(s.url + "/readyz", timeout=10)
+        if ready.status_code == 200:
+            pids.add(ready.json()["pid"])
+            r = httpx.post(s.url + "/v1/check", json={"response": f"Answer {n}.", "sources": ["Answer one."],
+                                                      "request_id": f"r{n}"}, timeout=10)
+            if r.status_code == 200:
+                answered.append(f"r{n}")
+        n += 1
+    s.stop()
+    recs, torn = read_log(s.log_dir)
+    assert sorted(r["decision"]["request_id"] for r in recs) == sorted(answered) and not torn
+    writers = {int(p.name.split("-")[1]) for p in s.log_dir.glob("decisions-*.jsonl") if p.stat().st_size}
+    assert writers <= pids and len(pids) >= 1
+    for f in s.log_dir.glob("decisions-*.jsonl"):
+        assert all(json.loads(line)["decision"]["guard_hash"] for line in f.read_text().splitlines())

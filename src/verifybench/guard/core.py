@@ -265,6 +265,8 @@ class Guard:
             except Exception as e:  # noqa: BLE001
                 raise GuardError(f"verifier {c.id!r} failed its warm-up: {type(e).__name__}: {e}") from None
             self.warmup[c.id] = v.error
+            if c.batcher is not None:  # and once in the batch thread: a thread's first model call sets it up
+                c.batcher.submit(WARMUP).result()
         self.ready = True
 
     def close(self) -> None:
