@@ -158,7 +158,7 @@ def _sources(sources: Any) -> list[Source]:
 
 def strip_spans(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` without the given [start, end) spans (merged where they overlap); where a cut leaves two
-    blanks side by side, one goes."""
+    blanks side by side, one goes, and a cut at the end takes the blanks before it."""
     merged: list[list[int]] = []
     for s, e in sorted(spans):
         if merged and s <= merged[-1][1]:
@@ -172,7 +172,8 @@ def strip_spans(text: str, spans: list[tuple[int, int]]) -> str:
         if out and out[-1][-1:].isspace() and text[at:at + 1].isspace():
             at += 1
     out.append(text[at:])
-    return "".join(out)
+    kept = "".join(out)
+    return kept.rstrip() if merged and merged[-1][1] >= len(text) else kept
 
 
 class Guard:
