@@ -341,3 +341,13 @@ def test_anchors_guard_equals_run_with_policy_and_strips_its_flagged_claims(tmp_
                 if not u.flagged:
                     assert u.text in d.response
     assert {d.action for d in decisions} >= {"allowed", "rewritten"}
+
+
+def test_escalate_flags_and_queues_the_decision_for_the_caller(fitted):
+    with Guard(fitted["policy"], log_dir=False, checks=["sentences"], action="escalate") as g:
+        d = g.check(ANSWER, SOURCES, request_id="T-9")
+        ok = g.check("The Team plan costs $29 per user per month.", SOURCES)
+        assert d.action == "flagged" and d.escalated and d.response == ANSWER
+        assert not ok.escalated and g.escalations.get_nowait() is d and g.escalations.empty()
+        described = g.describe()
+    assert described["checks"]["sentences"]["thresholds"]["all"]["native"].startswith("score >= ")

@@ -98,6 +98,7 @@ def test_the_bearer_token_is_required_and_never_logged_or_returned(fitted, tmp_p
             ("GET", "/readyz", {}),
         ]))
     assert [x.status_code for x in r] == [401, 401, 200, 401, 200, 200, 200]
+    assert r[6].json()["guard"]["checks"]["rouge"]["thresholds"]["all"]["native"].startswith("rouge1 precision <= ")
     for x in r:
         assert TOKEN not in x.text and TOKEN not in str(x.headers)
     for f in (tmp_path / "log").iterdir():

@@ -42,7 +42,7 @@ class MicroBatcher:
         self.batches = 0
         self.cases = 0
         self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._busy = threading.Lock()  # held while the verifier scores (here or in the caller's thread)
+        self.busy = threading.Lock()  # held while the verifier scores (here or in the caller's thread)
         self._thread = threading.Thread(target=self._loop, name=f"guard-batch-{verifier.id}", daemon=True)
         self._thread.start()
 
@@ -54,12 +54,12 @@ class MicroBatcher:
     def try_inline(self, case: Case) -> Verdict | None:
         """Score `case` in the caller's thread when nothing is queued and the verifier is idle (a
         synchronous caller alone pays no thread hand-off); None when it is busy: then `submit`."""
-        if not self._q.empty() or not self._busy.acquire(blocking=False):
+        if not self._q.empty() or not self.busy.acquire(blocking=False):
             return None
         try:
             return verify_safely(self.verifier, [case])[0]
         finally:
-            self._busy.release()
+            self.busy.release()
 
     def close(self) -> None:
         self._q.put(_STOP)
@@ -96,7 +96,7 @@ class MicroBatcher:
             batch, stop = self._collect(first)
             live = [(c, f) for c, f in batch if f.set_running_or_notify_cancel()]
             if live:
-                with self._busy:
+                with self.busy:
                     start = time.perf_counter()
                     verdicts = verify_safely(self.verifier, [c for c, _ in live])
                     per_case = (time.perf_counter() - start) * 1000.0 / len(live)

@@ -583,7 +583,11 @@ class Guard:
             verdicts = {}
             for c in self.checks:
                 start = time.perf_counter()
-                vs = verify_safely(c.verifier, cases)
+                if c.batcher is not None:
+                    with c.batcher.busy:  # the model is not shared with the batch thread meanwhile
+                        vs = verify_safely(c.verifier, cases)
+                else:
+                    vs = verify_safely(c.verifier, cases)
                 per = (time.perf_counter() - start) * 1000.0 / len(cases)
                 verdicts[c.id] = [(v, False, v.latency_ms if v.latency_ms is not None else per) for v in vs]
             out = []

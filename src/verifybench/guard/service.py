@@ -268,7 +268,7 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
             return JSONResponse(status_code=503, content={"ready": False, "error": state["error"]})
         return JSONResponse({"ready": True, "guard_hash": g.hash, "policy_hash": g.policy_hash,
                              "checks": [c.id for c in g.checks], "pid": os.getpid(),
-                             "log": None if g.log is None else str(g.log.path)})
+                             "log": None if g.log is None else str(g.log.path), "guard": g.describe()})
 
     @app.get("/metrics")
     async def prometheus(request: Request) -> Response:
