@@ -131,11 +131,15 @@ def test_cli_cascade_writes_a_guard_file(qa_run, tmp_path):
     result = json.loads(r.stdout)
     doc = yaml.safe_load(out.read_text())
     best = next(c for c in result["candidates"] if c["name"] == result["best"])
-    assert doc["combine"]["kind"] == "cascade" and doc["combine"]["cheap"] == best["checks"][0]
-    assert doc["combine"]["flag_at_or_above"] == best["region"]["flag_at_or_above"]
-    assert [c["verifier"] for c in doc["checks"]] == best["checks"]
-    assert all(c["config_hash"] for c in doc["checks"])
-    assert doc["measured"]["f1"] == best["test"]["f1"]
+    assert doc["combination"] == "cascade" and doc["checks"] == best["checks"]
+    assert doc["cascade"] == {"allow_at_or_below": best["region"]["pass_at_or_below"],
+                              "flag_at_or_above": best["region"]["flag_at_or_above"]}
+    # The file is a guard the service builds: its checks, at the run's thresholds, with the measured region.
+    from verifybench.guard import Guard
+
+    guard = Guard(out, log_dir=False)
+    assert guard.bounds == (best["region"]["pass_at_or_below"], best["region"]["flag_at_or_above"])
+    assert [c.id for c in guard.checks] == best["checks"]
     bad = CliRunner().invoke(app, ["cascade", str(qa_run), "--checks", "rouge,nope"])
     assert bad.exit_code == 2 and "nope" in bad.output and "rouge, bleu" in bad.output
 
@@ -202,7 +206,7 @@ def test_saved_cascades_join_the_reports_operating_points(qa_run, tmp_path):
     # Verdicts that changed since: the saved combinations are left off, with a note.
     with open(run / RESULTS, "a") as f:
         f.write("\n")
-    vb.finish(run)
+    vb.report(run)
     points = {p["verifier"] for p in json.loads((run / "metrics.json").read_text())["operating_points"]}
     assert points == {"rouge", "bleu"}
     assert "cascades.json was measured on other verdicts" in (run / "report.html").read_text()

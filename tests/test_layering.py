@@ -27,8 +27,8 @@ LAYERS: list[set[str]] = [
     # turns cases into a finished run directory
     {"gating", "tracking", "pipeline"},
     # a run as Python objects; closing the loop from runs, baselines and decision logs (cascades, label
-    # queues, drift)
-    {"runs", "feedback"},
+    # queues, drift); the guard that applies a policy to live answers, served and logged
+    {"runs", "feedback", "guard"},
     # the surface: one name per command (api, a thin table of names), then the package's lazy re-exports
     {"api"},
     {"__init__"},

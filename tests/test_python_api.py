@@ -371,7 +371,8 @@ def test_the_dataset_hash_is_the_datas(small, tmp_path):
 COMMANDS = {"run": "run", "report": "report", "describe": "describe", "thresholds": "thresholds",
             "compare": "compare", "baseline": "baseline", "gate": "gate", "log": "log",
             "history": "history", "list": "components", "cascade": "cascade", "label-queue": "label_queue",
-            "label-merge": "label_merge", "label-estimate": "label_estimate", "drift": "drift"}
+            "label-merge": "label_merge", "label-estimate": "label_estimate", "drift": "drift",
+            "serve": "serve"}
 
 
 def test_api_all_lists_every_command_and_the_root_exports_resolve():

@@ -26,7 +26,7 @@ except _metadata.PackageNotFoundError:  # a source tree on sys.path, not install
 # The public surface, loaded on first use (PEP 562): every name of `verifybench.api`, and a few more types.
 _API = ("run", "resume", "report", "describe", "thresholds", "compare", "baseline", "gate", "log", "history",
         "components", "check_mlflow", "cascade", "label_queue", "label_merge", "label_estimate", "drift", "load_run",
-        "Run", "Comparison", "GateResult", "GateRefused", "FieldSpec", "VerifybenchError")
+        "serve", "Guard", "Run", "Comparison", "GateResult", "GateRefused", "FieldSpec", "VerifybenchError")
 _LAZY = {**{name: "verifybench.api" for name in _API},
          "Verifier": "verifybench.verifiers", "CaseVerifier": "verifybench.verifiers"}
 _DEPRECATED = ("finish", "describe_suite", "log_to_mlflow")  # resolved (with a warning) by verifybench.api

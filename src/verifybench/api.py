@@ -17,6 +17,7 @@ used.
 | cascade | `cascade` | `feedback.cascade` |
 | label-queue, label-merge, label-estimate | `label_queue`, `label_merge`, `label_estimate` | `feedback.queue` |
 | drift | `drift` | `feedback.drift` |
+| serve | `serve` (and `Guard`, the check it serves) | `guard.service`, `guard` |
 
 The older names `finish`, `describe_suite` and `log_to_mlflow` still work for one release, with a
 DeprecationWarning.
@@ -55,6 +56,8 @@ _NAMES: dict[str, tuple[str, str]] = {
     "drift": ("verifybench.feedback.drift", "drift"),
     "DriftResult": ("verifybench.feedback.drift", "DriftResult"),
     "DriftRefused": ("verifybench.feedback.drift", "DriftRefused"),
+    "serve": ("verifybench.guard.service", "serve"),
+    "Guard": ("verifybench.guard", "Guard"),
     "Run": ("verifybench.runs.run", "Run"),
     "load_run": ("verifybench.runs.run", "load_run"),
     "Case": ("verifybench.cases", "Case"),

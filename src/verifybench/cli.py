@@ -451,6 +451,21 @@ def history(
         _fail(e)
 
 
+@app.command()
+def serve(
+    guard: Annotated[Path, typer.Argument(help="a guard file, or a policy file from `verifybench thresholds --out`")],
+    host: Annotated[str, typer.Option("--host", help="interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8080,
+    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="decision log folder (default: ./guard-log)")] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn worker processes, each with its own log file")] = 1,
+) -> None:
+    """Serve a guard over HTTP: POST /v1/check, /v1/check/batch; /healthz, /readyz, /metrics (docs/rollout.md)."""
+    try:
+        api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers)
+    except VerifybenchError as e:
+        _fail(e)
+
+
 @app.command(name="list")
 def list_components() -> None:
     """List the loaders and verifiers this installation has."""

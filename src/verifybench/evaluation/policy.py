@@ -15,12 +15,18 @@ from verifybench.metrics.summary import OVERALL
 FORMAT = 1
 
 
-def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
+def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
+                        run_dir: str | Path | None = None) -> dict[str, Any]:
     """The policy document: for each verifier and slice, the threshold and where it came from (fitted on
-    the calibration split, or a fallback to the whole set's for a slice too small to fit its own), a
-    warning when it is degenerate (it flags every calibration case, or none), the tuned
-    calibration-split numbers, the test-split numbers with their intervals, and what flagging every
-    test case would score."""
+    the calibration split, or a fallback to the whole set's for a slice too small to fit its own), the
+    threshold on the detector's own scale (`native`), a warning when it is degenerate (it flags every
+    calibration case, or none), the tuned calibration-split numbers, the test-split numbers with their
+    intervals, and what flagging every test case would score.
+
+    `verifiers` records, per verifier, the name the suite gave it, the options and the config hash it
+    was fitted with: a guard (`verifybench.guard`) is built from them and refuses a verifier whose
+    config hash differs. `run` is the run directory the thresholds were fitted on (a guard's cascade
+    reads its calibration split)."""
     def point(m: dict | None, keys=("n", "precision", "recall", "f1", "accuracy")) -> dict | None:
         if not m:
             return None
@@ -29,12 +35,17 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> di
             out["ci95"] = m["ci"]
         return out
 
+    configs = {v["id"]: v for v in manifest.get("verifiers", [])}
+    names = suite_entry_names((manifest["suite"].get("raw") or {}).get("verifiers"))
     thresholds: dict[str, Any] = {}
     for vid, v in metrics["verifiers"].items():
+        config = (configs.get(vid) or {}).get("config") or {}
         rows = {}
         for key, m in [(OVERALL, v["overall"]), *v["slices"].items()]:
             t = m["threshold"]
             row: dict[str, Any] = {"threshold": t["value"], "source": t.get("kind")}
+            if t["value"] is not None:
+                row["native"] = native_threshold(config, t["value"])
             if t.get("fallback_from"):
                 row["fallback_from"] = t["fallback_from"]
             if t.get("degenerate"):
@@ -48,8 +59,13 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> di
                 row["flag_all (test split)"] = {k: m["flag_all"].get(k) for k in ("precision", "recall", "f1")}
             rows[key] = row
         thresholds[vid] = rows
+    verifiers = {
+        vid: {"name": names.get(vid, c["name"]), "options": recorded_options(c["name"], names.get(vid), c["config"]),
+              "config_hash": c["config_hash"]}
+        for vid, c in configs.items() if vid in metrics["verifiers"]}
     return {
         "format": FORMAT,
+        **({"run": str(Path(run_dir).resolve())} if run_dir is not None else {}),
         "suite": manifest["suite"]["name"],
         "suite_hash": manifest["suite"]["hash"],
         "dataset_hash": manifest["dataset"]["hash"],
@@ -57,8 +73,67 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> di
         "target": metrics["target"],
         "min_per_class": metrics["min_per_class"],
         "split_sizes": metrics["split"],
+        "verifiers": verifiers,
         "thresholds": thresholds,
     }
+
+
+def suite_entry_names(raw: Any) -> dict[str, str]:
+    """verifier id -> the name a suite's `verifiers:` list gives it (a registered name, or an import path
+    `package.module:Class`), read as `verifybench.suite` reads the list."""
+    out: dict[str, str] = {}
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, str):
+            out.setdefault(item, item)
+        elif isinstance(item, dict) and len(item) == 1:
+            name, options = next(iter(item.items()))
+            vid = (options or {}).get("id", name) if isinstance(options, dict) else name
+            out.setdefault(str(vid), str(name))
+    return out
+
+
+def recorded_options(name: str, entry: str | None, config: dict[str, Any]) -> dict[str, Any]:
+    """The options a verifier was fitted with, from its manifest config: the scored options (operational
+    ones such as a cache folder or a thread count take their defaults), without what the verifier adds to
+    its config beside its options (a predictions file's digest)."""
+    options = {k: v for k, v in config.items() if k != "name"}
+    try:
+        from verifybench.verifiers import get_verifier_class
+
+        fields = get_verifier_class(entry or name).Options.model_fields
+    except Exception:  # noqa: BLE001 - a class that cannot be imported here keeps every config key
+        return options
+    return {k: v for k, v in options.items() if k in fields}
+
+
+def _num(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def native_threshold(config: dict[str, Any], threshold: float) -> str:
+    """When a case is flagged, on the detector's own scale: score >= threshold, rewritten through the
+    conversion the verifier applies to what it reads or computes. A `scores` detector with
+    `higher_means: faithful, scale: 100` read from a `consistency` column at threshold 0.46 reads
+    "consistency <= 54"; rouge's 1 - ROUGE-1 precision at 0.3 reads "rouge1 precision <= 0.7"."""
+    name = config.get("name")
+    t = float(threshold)
+    if name == "scores":
+        label = config.get("column") if config.get("file") else str(config.get("field") or "value").split(".")[-1]
+        scale = float(config.get("scale") or 1.0)
+        if config.get("higher_means") == "faithful":
+            return f"{label} <= {_num((1.0 - t) * scale)}"
+        return f"{label} >= {_num(t * scale)}"
+    if name == "rouge":
+        return f"{config.get('type', 'rouge1')} {config.get('measure', 'precision')} <= {_num(1.0 - t)}"
+    if name == "bleu":
+        return f"BLEU (0-1, order {config.get('order', 4)}, no brevity penalty) <= {_num(1.0 - t)}"
+    if name == "anchors":
+        return (f"weakest claim's support (best cosine; 0 for a claim failing a negation or fact check) "
+                f"<= {_num(1.0 - t)}")
+    if name == "nli":
+        how = "mean" if config.get("aggregate") == "summac" and config.get("claim_reduce") == "mean" else "weakest"
+        return f"{how} unit's entailment probability <= {_num(1.0 - t)}"
+    return f"score >= {_num(t)}"
 
 
 def save_policy(policy: dict[str, Any], path: str | Path) -> Path:

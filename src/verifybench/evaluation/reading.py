@@ -78,7 +78,7 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
     """
     manifest, metrics, _, _ = metrics_for(run_dir, by=by, target=parse_target(target), min_per_class=min_per_class,
                                           policy=None)
-    policy = policy_from_metrics(metrics, manifest)
+    policy = policy_from_metrics(metrics, manifest, run_dir)
     if out is not None:
         save_policy(policy, out)
     return policy

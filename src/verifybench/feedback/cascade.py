@@ -40,7 +40,6 @@ from verifybench.metrics.thresholds import Target, parse_target
 
 GRID = 200  # quantile levels of the cheap check's calibration scores tried as bounds
 MAX_LOSS = 0.01
-GUARD_FORMAT = 1
 
 
 @dataclass
@@ -252,7 +251,8 @@ def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Ta
     if not t.test.any():
         raise VerifybenchError(f"{t.run_dir}: the run has no test split; nothing to report on")
     thresholds: dict[str, float] = {}
-    out: dict[str, Any] = {"run": str(t.run_dir), "target": str(tgt), "split_from": t.split_from,
+    out: dict[str, Any] = {"run": str(t.run_dir), "target": str(tgt), "target_spec": _spec(tgt),
+                           "split_from": t.split_from,
                            "calibration_cases": int(t.cal.sum()), "test_cases": int(t.test.sum()),
                            "errors_count_as_wrong": True, "candidates": []}
     for vid in checks:
@@ -317,42 +317,47 @@ def candidate(result: dict[str, Any], name: str | None = None) -> dict[str, Any]
     raise VerifybenchError(f"no combination {name!r}; measured: {', '.join(r['name'] for r in result['candidates'])}")
 
 
-def guard_document(t: RunTable, result: dict[str, Any], name: str | None = None) -> dict[str, Any]:
-    """A guard file for one measured combination: its checks with the options and config hashes they were
-    measured with, the combination, its thresholds and region (fitted on the calibration split), and the
-    test-split figures it was chosen on."""
+def _spec(target: Target) -> str:
+    """A target as `--target` spells it (what `parse_target` reads back)."""
+    if target.kind == "fbeta":
+        return "f1" if target.value == 1 else f"fbeta={target.value:g}"
+    return f"{target.kind}={target.value:g}" if target.kind in ("precision", "recall") else target.kind
+
+
+def guard_document(result: dict[str, Any], policy_file: str, name: str | None = None) -> dict[str, Any]:
+    """A guard file (the `verifybench serve` / `Guard` format, `guard.spec.GuardSpec`) for one measured
+    combination: its checks, how they combine, and for a cascade the confident region fitted on the
+    calibration split, over `policy_file` (the checks' thresholds, options and config hashes)."""
     r = candidate(result, name)
-    checks = []
-    for vid in r["checks"]:
-        c = t.check(vid)
-        entry: dict[str, Any] = {"verifier": vid, "config_hash": c.config_hash, "options": c.config}
-        if vid in r.get("thresholds", {}):
-            entry["threshold"] = r["thresholds"][vid]
-        checks.append(entry)
-    combine_doc: dict[str, Any] = {"kind": r["kind"] if r["kind"] != "single" else "single"}
-    if r["kind"] == "cascade":
-        combine_doc.update(cheap=r["checks"][0], expensive=r["checks"][1], **r["region"])
     if r["kind"] == "stack":
-        combine_doc.update(model=r["model"], threshold=r["thresholds"]["stack"], **r["coefficients"])
-    test = r["test"]
-    return {
-        "format": GUARD_FORMAT,
-        "suite": t.manifest["suite"]["name"], "suite_hash": t.manifest["suite"].get("hash"),
-        "dataset_hash": (t.manifest.get("dataset") or {}).get("hash"),
-        "fitted_on": f"calibration split of {t.run_dir} ({int(t.cal.sum())} cases, {result['target']})",
-        "checks": checks, "combine": combine_doc,
-        "measured": {"split": "test", "cases": test["n"], **{k: test.get(k) for k in ("precision", "recall", "f1")},
-                     "ci95": test.get("ci"), "latency_ms": test.get("latency_ms"),
-                     "deferred_share": test.get("deferred_share")},
-    }
+        raise VerifybenchError(f"{r['name']}: a stacked model is not a guard combination (yet); pick a single "
+                               "check, any, all or a cascade")
+    doc: dict[str, Any] = {"policy": policy_file, "checks": list(r["checks"]),
+                           "combination": "any" if r["kind"] == "single" else r["kind"]}
+    if r["kind"] == "cascade":
+        doc["cascade"] = {"allow_at_or_below": r["region"]["pass_at_or_below"],
+                          "flag_at_or_above": r["region"]["flag_at_or_above"]}
+    return doc
 
 
 def write_guard(run_dir: str | Path, result: dict[str, Any], out: str | Path, name: str | None = None) -> Path:
-    t = read_run(run_dir)
-    doc = guard_document(t, result, name)
+    """Write the chosen combination as a guard file at `out`, and beside it the policy it reads
+    (`<out>.policy.yaml`: the run's thresholds at the cascade's target), so that `verifybench serve out`
+    applies what was measured. What it was chosen on is written as the file's leading comment."""
+    from verifybench.evaluation.reading import thresholds
+
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(jsonable(doc), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    policy_path = path.with_name(path.stem + ".policy.yaml")
+    thresholds(run_dir, target=result["target_spec"], out=policy_path)
+    doc = guard_document(result, policy_path.name, name)
+    r = candidate(result, name)
+    test = r["test"]
+    lat = (test.get("latency_ms") or {}).get("mean")
+    head = (f"# {r['name']}, chosen by `verifybench cascade` on {run_dir} (fitted on the calibration split, "
+            f"{result['target']}); on the test split ({test['n']} cases): precision {test.get('precision')}, "
+            f"recall {test.get('recall')}, F1 {test.get('f1')}, mean latency {lat} ms\n")
+    path.write_text(head + yaml.safe_dump(jsonable(doc), sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 
 

@@ -32,6 +32,7 @@ from verifybench.loaders import generic
 from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
 from verifybench.loaders.fields import FieldSpec, note_label
+from verifybench.loaders.guardlog import guardlog
 from verifybench.loaders.halueval import halueval
 from verifybench.loaders.memory import records
 from verifybench.loaders.summedits import summedits, summedits_files
@@ -74,6 +75,7 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "injection-sets": injection_sets,
     "attributionbench": attributionbench,
     "records": records,
+    "guardlog": guardlog,
 }
 
 

@@ -1,0 +1,222 @@
+"""The guard's cost, as ratios within one run.
+
+    python benchmarks/bench_guard.py [--verifiers rouge,anchors,nli] [--seconds S] [--calls N] [--skip-http]
+
+1. In process: `guard.check` (no log) against calling the verifier directly (`verifier.verify([case])`)
+   on the same demo cases, alternating, per call; goal: at most 5% or 0.1 ms slower.
+2. Over HTTP on loopback, every decision durably logged (fsync): requests/s and p50/p95/p99 at
+   concurrency 1, 8 and 32 for each verifier's served guard, beside a bare FastAPI endpoint that
+   validates the same request model and returns a constant, all driven by the same httpx client in the
+   same run; anchors also unbatched (`max_batch: 1`) at concurrency 32. Each server's resident memory
+   (VmRSS) is read before and after its load, and its peak (VmHWM).
+
+Policies come from a run over a fifth of the demo set (77 cases), fitted here. Servers run one uvicorn
+worker each, started as `verifybench serve`, on 127.0.0.1.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "datasets" / "demo" / "cases.jsonl"
+
+
+def bare_app():
+    """A bare endpoint of the same framework: validates the guard's request model, returns a constant."""
+    from fastapi import FastAPI
+
+    from verifybench.guard.service import CheckRequest
+
+    app = FastAPI()
+
+    @app.post("/v1/check")
+    async def check(body: CheckRequest) -> dict:
+        return {"action": "allowed"}
+
+    @app.get("/readyz")
+    async def readyz() -> dict:
+        return {"ready": True}
+
+    return app
+
+
+def cases() -> list[dict]:
+    return [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines() if line.strip()][::5]
+
+
+def fit(base: Path, verifiers: list[str]) -> Path:
+    import verifybench
+
+    rows = base / "cases.jsonl"
+    rows.write_text("".join(json.dumps(c) + "\n" for c in cases()), encoding="utf-8")
+    suite = base / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "bench-guard", "dataset": {"loader": "jsonl", "path": str(rows), "fields": {
+            "id": "id", "response": "response", "sources": "sources", "question": "question", "label": "label",
+            "doc_type": "doc_type", "split": "split"}},
+        "verifiers": verifiers, "metrics": {"by": "doc_type", "bootstrap": 20}}))
+    run = verifybench.run(suite, out=base / "run", progress=False)
+    policy = base / "policy.yaml"
+    verifybench.thresholds(run.run_dir, target="youden", min_per_class=10, out=policy)
+    return policy
+
+
+def in_process(policy: Path, vid: str, calls: int) -> dict:
+    from verifybench.guard import Guard
+
+    with Guard(policy, log_dir=False, checks=[vid]) as g:
+        v = g.checks[0].verifier
+        items = cases()
+        for c in items:  # every cache (embeddings, sentence splits) warm for both paths
+            v.verify([g.case(c["response"], c["sources"], c.get("question"), c.get("doc_type"))])
+            g.check(c["response"], c["sources"], c.get("question"), c.get("doc_type"))
+        direct_t, guard_t = [], []
+        for i in range(calls):
+            c = items[i % len(items)]
+            case = g.case(c["response"], c["sources"], c.get("question"), c.get("doc_type"))
+            for first in ((0, 1) if i % 2 else (1, 0)):  # alternate which path goes first
+                t0 = time.perf_counter()
+                if first:
+                    v.verify([case])
+                else:
+                    g.check(c["response"], c["sources"], c.get("question"), c.get("doc_type"))
+                (direct_t if first else guard_t).append((time.perf_counter() - t0) * 1000)
+    d, q = statistics.median(direct_t), statistics.median(guard_t)
+    return {"verifier": vid, "direct_ms": d, "guard_ms": q, "extra_ms": q - d, "ratio": q / d}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd: list[str], port: int, out: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(cmd, env=env, stdout=open(out, "wb"), stderr=subprocess.STDOUT)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(out.read_text()[-2000:])
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("server did not start")
+
+
+def memory(pid: int) -> dict:
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmRSS", "VmHWM")):
+            k, v = line.split(":")
+            out[k] = int(v.split()[0]) / 1024
+    return out
+
+
+async def drive(url: str, concurrency: int, seconds: float) -> dict:
+    items = cases()
+    lat: list[float] = []
+    stop = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        async def worker(w: int) -> None:
+            n = w
+            while time.perf_counter() < stop:
+                c = items[n % len(items)]
+                n += concurrency
+                t0 = time.perf_counter()
+                r = await client.post("/v1/check", json={"response": c["response"], "sources": c["sources"],
+                                                         "question": c.get("question"), "doc_type": c.get("doc_type")})
+                r.raise_for_status()
+                lat.append((time.perf_counter() - t0) * 1000)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        wall = time.perf_counter() - t0
+    lat.sort()
+
+    def q(p: float) -> float:
+        return lat[min(len(lat) - 1, int(p * len(lat)))]
+
+    return {"n": len(lat), "rps": len(lat) / wall, "p50": q(0.5), "p95": q(0.95), "p99": q(0.99)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--verifiers", default="rouge,anchors,nli")
+    ap.add_argument("--seconds", type=float, default=3.0, help="per (server, concurrency) point")
+    ap.add_argument("--calls", type=int, default=400, help="in-process calls per verifier")
+    ap.add_argument("--skip-http", action="store_true")
+    ap.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve_bare:
+        import uvicorn
+
+        uvicorn.run(bare_app(), host="127.0.0.1", port=args.serve_bare, access_log=False, log_level="warning")
+        return
+    vids = args.verifiers.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        t0 = time.perf_counter()
+        policy = fit(base, vids)
+        print(f"fitted {', '.join(vids)} on 77 cases in {time.perf_counter() - t0:.0f} s", flush=True)
+        print("\n| verifier | direct verify ms | guard.check ms | extra ms | ratio |\n|---|---|---|---|---|")
+        for vid in vids:
+            r = in_process(policy, vid, args.calls if vid == "rouge" else max(77, args.calls // 4))
+            print(f"| {vid} | {r['direct_ms']:.3f} | {r['guard_ms']:.3f} | {r['extra_ms']:+.3f} | {r['ratio']:.3f} |",
+                  flush=True)
+        if args.skip_http:
+            return
+        servers: list[tuple[str, list[str], list[int]]] = [
+            ("bare FastAPI", [sys.executable, __file__, "--serve-bare", "{port}"], [1, 8, 32])]
+        for vid in vids:
+            spec = base / f"{vid}.yaml"
+            spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": [vid]}))
+            servers.append((f"{vid} guard", [sys.executable, "-m", "verifybench.cli", "serve", str(spec)], [1, 8, 32]))
+        if "anchors" in vids:
+            spec = base / "anchors-unbatched.yaml"
+            spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["anchors"], "max_batch": 1}))
+            servers.append(("anchors guard, unbatched", [sys.executable, "-m", "verifybench.cli", "serve", str(spec)],
+                            [32]))
+        print("\n| server | concurrency | requests | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|")
+        mem = []
+        for label, cmd, levels in servers:
+            port = free_port()
+            cmd = [c.replace("{port}", str(port)) for c in cmd]
+            if "serve" in cmd:
+                cmd += ["--port", str(port), "--log-dir", str(base / f"log-{port}")]
+            proc = start(cmd, port, base / f"server-{port}.out")
+            try:
+                before = memory(proc.pid)
+                for c in levels:
+                    r = asyncio.run(drive(f"http://127.0.0.1:{port}", c, args.seconds))
+                    print(f"| {label} | {c} | {r['n']} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p95']:.1f} | "
+                          f"{r['p99']:.1f} |", flush=True)
+                after = memory(proc.pid)
+                mem.append((label, before["VmRSS"], after["VmRSS"], after["VmHWM"]))
+            finally:
+                proc.terminate()
+                proc.wait(20)
+        print("\n| server | RSS before MB | RSS after MB | peak MB |\n|---|---|---|---|")
+        for label, b, a, p in mem:
+            print(f"| {label} | {b:.0f} | {a:.0f} | {p:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
