@@ -446,9 +446,11 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
 
 
 def _write_text(path: str | Path, text: str) -> None:
+    from verifybench.safeio import write_text_atomic
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_text_atomic(path, text)
 
 
 def log_to_mlflow(run_dir: str | Path, tracking_uri: str | None = None, experiment: str | None = None):

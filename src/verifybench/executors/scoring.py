@@ -3,6 +3,7 @@ batch scored on a cluster worker yields exactly the verdicts it would yield in t
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 
@@ -69,5 +70,10 @@ def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
         v.verifier = verifier.id
         if v.error is None and v.score is None:
             v.error = "verifier returned neither a score nor an error"
+        elif v.error is None and not math.isfinite(v.score):  # type: ignore[arg-type]
+            # NaN or an infinity is no score: stored, it would read back as null with no error, and be
+            # counted as an error by the metrics but not by the run or errors.jsonl.
+            v.error = f"verifier returned a score that is not a finite number ({v.score!r})"
+            v.score = None
     _mark_latency(verifier, batch, verdicts, share)
     return verdicts

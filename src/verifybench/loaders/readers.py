@@ -10,12 +10,17 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from verifybench.errors import DataError, Location, RecordError
+from verifybench.safeio import lone_surrogate, surrogate_message
+
+# A JSON escape of a UTF-16 surrogate: only a line holding one can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,10 @@ def read_jsonl(path: str | Path) -> RecordStream:
                 continue
             if not isinstance(data, dict):
                 yield RecordError(loc, f"expected a JSON object, got {type(data).__name__}")
+                continue
+            if _SURROGATE_ESCAPE.search(raw) and (field := lone_surrogate(data)) is not None:
+                # `"\ud800"` alone decodes to a string no file (nor the run's case index) can hold.
+                yield RecordError(loc, surrogate_message(field), field or None)
                 continue
             yield Record(data, loc)
 
