@@ -112,3 +112,74 @@ def test_a_non_finite_score_is_an_error_verdict_counted_everywhere(tmp_path):
     assert (m["n"], m["errors"]) == (12, 4)
     assert "not a finite number" in (tmp_path / "run/report.html").read_text()
     assert all(v.get("score") is None or math.isfinite(v["score"]) for v in iter_jsonl(tmp_path / "run/results.jsonl"))
+
+
+# --- no secret in any artifact ----------------------------------------------------------------------------
+
+KEY = "sk-test-ECHOED-IN-A-200-0123456789"
+PASSWORD = "hunter2-PASSWORD-must-not-leak"
+
+
+def _files(*folders: Path) -> list[Path]:
+    return [f for folder in folders for f in folder.rglob("*") if f.is_file()]
+
+
+def _leaks(text_forms: list[str], *folders: Path) -> list[tuple[str, str]]:
+    return [(f.name, form) for f in _files(*folders) for form in text_forms
+            if form in f.read_text(encoding="utf-8", errors="ignore")]
+
+
+def test_a_key_inside_a_200_completion_reaches_no_file(fake, tmp_path, monkeypatch):
+    import base64
+    from urllib.parse import quote
+
+    forms = [KEY, base64.b64encode(f"user:{KEY}".encode()).decode()[8:-4], quote(KEY + "/x", safe="")[:-5]]
+    # A server that puts the key (as it is, inside a base64 Basic header, URL-encoded) in its reply.
+    reason = f"the key is {KEY}; Basic {base64.b64encode(f'user:{KEY}'.encode()).decode()}; q={quote(KEY, safe='')}"
+    server = fake([], default=json.dumps({"hallucinated": True, "probability": 0.7, "claim": "", "reason": reason}))
+    monkeypatch.setenv("ECHO_KEY", KEY)
+    data = write(tmp_path / "d.jsonl", jsonl_text(rows(6)))
+    suite = suite_file(tmp_path, data, verifiers=[{"judge": {"backend": "openai", "model": "m", "base_url": server.base_url,
+                                                             "api_key_env": "ECHO_KEY", "cache_dir": str(tmp_path / "cache"),
+                                                             "backoff_s": 0.01}}])
+    api.run(suite, out=tmp_path / "run", progress=False)
+    assert server.headers[0]["authorization"] == f"Bearer {KEY}"  # the key was used...
+    assert len(_files(tmp_path / "cache")) == 6
+    assert _leaks(forms, tmp_path / "run", tmp_path / "cache") == []  # ...and stored nowhere, in no form
+    judged = list(iter_jsonl(tmp_path / "run/results.jsonl"))
+    assert all("error" not in v and "[redacted]" in v["detail"]["reason"] for v in judged)
+    # A replay from the cache is as clean (and an entry written before replies were scrubbed is cleaned).
+    entry = _files(tmp_path / "cache")[0]
+    doc = json.loads(entry.read_text())
+    entry.write_text(json.dumps({**doc, "text": doc["text"].replace("[redacted]", KEY)}))
+    api.run(suite, out=tmp_path / "replay", progress=False)
+    assert _leaks(forms, tmp_path / "replay") == []
+
+
+def test_credentials_in_options_are_stored_as_written(fake, tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    server = fake([], default=(True, 0.7))
+    monkeypatch.setenv("PASSWORD", PASSWORD)
+    port = server.base_url.split(":")[-1].split("/")[0]
+    data = write(tmp_path / "d.jsonl", jsonl_text(rows(6)))
+    judge = {"backend": "openai", "model": "m", "base_url": f"http://user:${{PASSWORD}}@127.0.0.1:{port}/v1",
+             "cache_dir": str(tmp_path / "cache")}
+    literal = {**judge, "id": "literal", "base_url": f"http://user:{PASSWORD}-2@127.0.0.1:{port}/v1"}
+    suite = suite_file(tmp_path, data, verifiers=[{"judge": judge}, {"judge": literal}])
+    run = api.run(suite, out=tmp_path / "run", progress=False)
+    assert run.errors == 0  # the expanded URL was the one used
+    manifest = json.loads((tmp_path / "run/manifest.json").read_text())
+    configs = {v["id"]: v["config"] for v in manifest["verifiers"]}
+    assert configs["judge"]["base_url"] == judge["base_url"]  # `${PASSWORD}`, as written
+    assert configs["literal"]["base_url"] == f"http://user:***@127.0.0.1:{port}/v1"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)  # MLflow's artifacts go beside the store
+    api.log_to_mlflow(tmp_path / "run", uri, "secrets")
+    assert list((tmp_path / "mlruns").rglob("manifest.json"))
+    assert mlflow is not None
+    # The run directory, the MLflow store and its artifacts hold no expanded password (the literal one is
+    # in the suite's own text, which the manifest keeps to resume the run; only the expanded one is checked).
+    for f in _files(tmp_path / "run", tmp_path / "mlruns"):
+        if f.name not in ("dataset.jsonl",):
+            assert PASSWORD not in f.read_text(errors="ignore").replace(f"{PASSWORD}-2", ""), f
+    assert PASSWORD not in (tmp_path / "mlflow.db").read_bytes().decode(errors="ignore").replace(f"{PASSWORD}-2", "")

@@ -264,7 +264,10 @@ def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[st
             continue
         if not callable(getattr(cls, "run_notes", None)):
             continue
-        options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
+        from verifybench.suite import expand_environment
+
+        # Stored as written (`${VAR}` names, not values): read from the environment again here.
+        options = {k: expand_environment(val) for k, val in v["config"].items() if k in cls.Options.model_fields}
         try:
             if ids is None:
                 ids = set(case_ids)

@@ -76,7 +76,7 @@ from verifybench.safeio import (
     safe_name,
     temp_path,
 )
-from verifybench.suite import Suite, parse_suite
+from verifybench.suite import Suite, as_written, parse_suite
 from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
 
@@ -270,12 +270,15 @@ class Runner:
                 "base_dir": previous.get("suite", {}).get("base_dir") or str(Path(self.suite.source or ".").resolve().parent),
                 "data_dir": self.suite.data_dir,
             },
+            # Options as written: a `${VAR}` from the environment is stored as its name, a URL's password as ***.
             "dataset": {"hash": data_hash, "loader": self.suite.dataset.loader,
-                        "options": self.suite.dataset.options, "files_hashed": self._files_hashed, **counts},
+                        "options": as_written(self.suite.dataset.options, self.suite.written.get("dataset")),
+                        "files_hashed": self._files_hashed, **counts},
             "verifiers": [
-                {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash,
+                {"id": v.id, "name": v.name, "config": as_written(v.config, self._written_options(i)),
+                 "config_hash": v.config_hash,
                  "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False))}
-                for v in self.verifiers
+                for i, v in enumerate(self.verifiers)
             ],
             "executor": self._executor_info,
             "git": previous["git"] if "git" in previous else self._git(),
@@ -284,6 +287,10 @@ class Runner:
             "resumes": previous.get("resumes", 0) + (1 if self.resume and status == RUNNING else 0),
             **({"notes": self.notes} if self.notes else {}),
         }
+
+    def _written_options(self, i: int) -> dict[str, Any] | None:
+        written = self.suite.written.get("verifiers") or []
+        return written[i] if i < len(written) else None
 
     def _git(self) -> dict[str, Any] | None:
         if not hasattr(self, "_git_state"):  # asked once a run, not at every manifest write

@@ -58,6 +58,9 @@ class Suite(BaseModel):
     source: str | None = Field(None, exclude=True)
     data_dir: str | None = Field(None, exclude=True)
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    # The dataset options and each verifier's options (by position) with every `${VAR}` but
+    # `${VERIFYBENCH_DATA}` left as written: what a manifest, a report or a tracker may store.
+    written: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     @property
     def hash(self) -> str:
@@ -129,6 +132,50 @@ def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> lis
     return entries
 
 
+def _written(kept: Any) -> dict[str, Any]:
+    dataset = kept.get("dataset") if isinstance(kept.get("dataset"), dict) else {}
+    verifiers = []
+    for item in kept.get("verifiers") or []:
+        options = next(iter(item.values()), None) if isinstance(item, dict) and len(item) == 1 else None
+        verifiers.append({k: v for k, v in options.items() if k != "id"} if isinstance(options, dict) else {})
+    return {"dataset": {k: v for k, v in dataset.items() if k not in ("loader", "limit", "sample", "seed", "on_error")},
+            "verifiers": verifiers}
+
+
+def as_written(value: Any, written: Any) -> Any:
+    """`value` (an option as the run uses it) with every string that came from an environment variable
+    put back as it was written (`${PASSWORD}`), and every URL's password replaced by ***: what may be
+    stored in a manifest, a report or a tracker."""
+    from verifybench.safeio import redact_url_credentials
+
+    return redact_url_credentials(_as_written(value, written))
+
+
+def _as_written(value: Any, written: Any) -> Any:
+    if isinstance(written, str) and isinstance(value, str) and any(
+            m.group(1) != DATA_ENV for m in _VAR.finditer(written)):
+        return written
+    if isinstance(value, dict):
+        w = written if isinstance(written, dict) else {}
+        return {k: _as_written(v, w.get(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        w = written if isinstance(written, list) and len(written) == len(value) else [None] * len(value)
+        return [_as_written(v, x) for v, x in zip(value, w)]
+    return value
+
+
+def expand_environment(value: Any) -> Any:
+    """Options stored as written (`as_written`) with their `${VAR}`s read from the environment again,
+    for code that rebuilds a verifier from a manifest; a variable that is not set stays as written."""
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
+    if isinstance(value, dict):
+        return {k: expand_environment(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_environment(v) for v in value]
+    return value
+
+
 def parse_suite(
     raw: dict[str, Any], base_dir: Path, data_dir: Path | str | None = None, where: str = "<suite>"
 ) -> Suite:
@@ -161,6 +208,11 @@ def parse_suite(
         return os.environ[var]
 
     expanded = _expand(raw, lookup, "")
+
+    def keep(var: str, at: str) -> str:  # a variable from the environment stays a name, never its value
+        return lookup(var, at) if var == DATA_ENV else f"${{{var}}}"
+
+    kept = _expand(raw, keep, "")
     dataset = dict(expanded.get("dataset") or {})
     for key in list(dataset):
         # The hf loader's `path` is a hub name or a builder, not a file.
@@ -181,6 +233,7 @@ def parse_suite(
             source=where,
             data_dir=used_data_dir[0] if used_data_dir else None,
             raw=raw,
+            written=_written(kept),
             **body,
         )
     except ValidationError as e:
