@@ -38,7 +38,7 @@ from verifybench.rundir import (
     read_verdicts_at,
     write_json,
 )
-from verifybench.runner import Runner, default_run_dir, describe, resume_suite, scan_dataset
+from verifybench.runner import Runner, check_run_folder, default_run_dir, describe, resume_suite, scan_dataset
 from verifybench.suite import Suite, load_suite
 from verifybench.tables import release_memory
 from verifybench.verifiers import Verifier, available, build, get_verifier_class
@@ -96,6 +96,7 @@ def run(suite: str | Path | Suite | None = None, out: str | Path | None = None, 
         run_dir = Path(out) if out else default_run_dir(name or DEFAULT_NAME)
         run_dir.mkdir(parents=True, exist_ok=True)
         with hold(run_dir):
+            check_run_folder(run_dir, resume=False)  # before the cases are written into it
             suite, built = plan.write(run_dir)
             return _run(suite, run_dir, progress, executor, policy, built)
     if extra := [k for k, v in given.items() if v is not None]:
@@ -240,6 +241,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)
+    manifest = _with_counts(manifest, cases)
     for vid, said in verifier_notes(manifest, cases["id"]).items():
         if vid in metrics["verifiers"]:
             metrics["verifiers"][vid]["notes"] = said
@@ -248,7 +250,20 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         for p in picks_:
             p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
     write_json(run_dir / METRICS, metrics)
-    return report_mod.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
+    errors = read_errors(run_dir)
+    notes += [e["message"] for e in errors if e.get("kind") == "unreadable"]  # a damaged line, named
+    return report_mod.render(run_dir, manifest, metrics, worst, errors, notes)
+
+
+def _with_counts(manifest: dict[str, Any], cases: pd.DataFrame) -> dict[str, Any]:
+    """The manifest as the report shows it: a run killed before its counts were written (status running)
+    gets them from its case index, so its report shows what was computed."""
+    data = manifest.get("dataset") or {}
+    if "total" in data and "by_label" in data:
+        return manifest
+    label = cases["label"].to_numpy(bool)
+    counts = {"total": len(cases), "by_label": {"hallucinated": int(label.sum()), "faithful": int((~label).sum())}}
+    return {**manifest, "dataset": {**counts, **data}}
 
 
 def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -385,7 +400,9 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     f = _scored_frame(cases, verdicts, s)
     del verdicts
     doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
-    path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
+    from verifybench.safeio import safe_name
+
+    path = Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
     return path

@@ -472,6 +472,9 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         raise GateRefused(f"{path}: no such baseline; record one with `verifybench baseline RUN_DIR --out {path}`") from None
     except ValueError as e:
         raise GateRefused(f"{path}: not a verifybench baseline (invalid JSON: {e})") from None
+    except OSError as e:  # a folder, a file that cannot be read
+        raise GateRefused(f"{path}: cannot be read as a baseline ({e.strerror or e}); give the baseline's JSON "
+                          "file (metrics/<suite>.json)") from None
     if not isinstance(doc, dict) or "verifiers" not in doc:
         raise GateRefused(f"{path}: not a verifybench baseline")
     return doc

@@ -109,6 +109,34 @@ def _relative_paths(value: Any, base: Path) -> Any:
     return value
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# A suite is a page of YAML: more values than this once its aliases are expanded is an alias bomb
+# ("billion laughs"), refused before anything walks it.
+MAX_NODES = 200_000
+
+
+def _check_size(raw: Any, where: str) -> None:
+    """Refuse a document whose aliases expand past `MAX_NODES` values (or refer to themselves)."""
+    seen = 0
+    stack = [(raw, 0)]
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_NODES or depth > 100:
+            deep = " (or nests deeper than 100)" if depth > 100 else ""
+            raise SuiteError(f"{where}: the YAML expands to more than {MAX_NODES:,} values{deep} once its aliases "
+                             "(*name) are expanded; a suite that large is refused (an alias bomb?)")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+            seen += len(value)  # the keys
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
 def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> list[VerifierEntry]:
     if not isinstance(raw, list) or not raw:
         raise SuiteError(f"{where}: 'verifiers' must be a non-empty list")
@@ -118,9 +146,10 @@ def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> lis
             name, options = item, {}
         elif isinstance(item, dict) and len(item) == 1:
             name, options = next(iter(item.items()))
+            if options is not None and not isinstance(options, dict):
+                raise SuiteError(f"{where}: verifiers[{i}] ({name}): options must be a mapping of option: value, "
+                                 f"got {type(options).__name__} {_short(options)}")
             options = dict(options or {})
-            if not isinstance(options, dict):
-                raise SuiteError(f"{where}: verifiers[{i}] ({name}): options must be a mapping")
         else:
             raise SuiteError(f"{where}: verifiers[{i}] must be a name or a one-key mapping name: {{options}}")
         if base_dir is not None:
@@ -189,6 +218,7 @@ def parse_suite(
     """
     if not isinstance(raw, dict):
         raise SuiteError(f"{where}: expected a mapping at the top level")
+    _check_size(raw, where)  # a manifest's copy, or a mapping built in Python
 
     used_data_dir: list[str] = []
 
@@ -267,6 +297,7 @@ def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int 
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         raise SuiteError(f"{path}{at}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    _check_size(raw, str(path))
     if isinstance(raw, dict) and limit is not None:
         raw = {**raw, "dataset": {**(raw.get("dataset") or {}), "limit": limit}}
     return parse_suite(raw, path.parent, data_dir, str(path))

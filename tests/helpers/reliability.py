@@ -25,3 +25,14 @@ class NonFinite(CaseVerifier):
         if n % self.options.every == 0:
             return [float("nan"), float("inf"), float("-inf")][(n // self.options.every) % 3]
         return (n % 10) / 10
+
+
+def slow_jsonl(path: str, delay: float = 0.2):
+    """The jsonl loader, `delay` seconds a record: a pass over the data that a test can interrupt."""
+    import time
+
+    from verifybench.loaders import generic
+
+    for item in generic.jsonl(path):
+        time.sleep(delay)
+        yield item

@@ -27,6 +27,13 @@ def _mark_latency(verifier: Verifier, batch: list[Case], verdicts: list[Verdict]
     "warmup": all of it when its latencies are shares of the batch, its first case when they are per
     case (a lazy import or model load lands on the first case). A verifier re-created for each task on a
     cluster (a stateless one) has a warm-up in each task, and it is marked so."""
+    if getattr(verifier, "latency_logged", False):
+        # Latencies the verifier read from a log (the scores verifier's latency_column) are each case's
+        # own: a case without one has none (not a share of this batch's time), and nothing is warm-up.
+        for v in verdicts:
+            if v.latency_ms is not None and v.latency_kind is None:
+                v.latency_kind = "case"
+        return
     for v in verdicts:
         if v.latency_ms is None:
             v.latency_ms = share
