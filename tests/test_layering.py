@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"cases", "errors"},
     # leaf helpers any layer may use (locate: text offsets; tables: cases and verdicts as columns;
     # provenance: the git state of the code that made a run)
-    {"locate", "tables", "provenance", "safeio"},
+    {"locate", "tables", "provenance", "safeio", "phases"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
     {"loaders", "verifiers", "rundir", "metrics"},
     # built on one or two of them

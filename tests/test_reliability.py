@@ -603,3 +603,79 @@ def test_logged_latencies_are_per_case_with_no_warmup_dropped(tmp_path):
     assert lat["basis"] == "case" and "warmup" not in lat
     logged = [100 * (i + 1) for i in range(12) if i != 7]
     assert lat["mean"] == pytest.approx(sum(logged) / len(logged))
+
+
+# --- long phases say what they are doing -------------------------------------------------------------------
+
+class _Terminal:
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_long_phase_says_so_on_a_terminal_only():
+    import time
+
+    from verifybench.phases import phase
+
+    out = _Terminal(True)
+    with phase("computing metrics", out, after_s=0.05):
+        time.sleep(0.3)
+    assert out.text.splitlines()[0] == "verifybench: computing metrics ..."
+    assert out.text.splitlines()[1].startswith("verifybench: computing metrics done in 0.")
+    quick = _Terminal(True)
+    with phase("quick", quick, after_s=1.0):
+        pass
+    time.sleep(0.05)
+    assert quick.text == ""  # a quick phase is silent
+    pipe = _Terminal(False)
+    with phase("computing metrics", pipe, after_s=0.0):
+        time.sleep(0.1)
+    assert pipe.text == ""  # a log or a pipe never gets it
+
+
+@pytest.mark.slow
+def test_report_and_gate_say_their_phases_on_a_terminal(tmp_path, root):
+    """`verifybench report` and `gate` with stderr on a real terminal (a pty) say each phase (the delay
+    set to 0 so a small run shows them); with stderr a pipe, they say nothing of the kind."""
+    import os
+    import subprocess
+
+    data = write(tmp_path / "d.jsonl", jsonl_text(rows(40)))
+    api.run(suite_file(tmp_path, data), out=tmp_path / "run", progress=False)
+    api.baseline(tmp_path / "run", out=tmp_path / "b.json")
+    env = {**_cli_env(root), "VERIFYBENCH_PHASE_AFTER_S": "0"}
+
+    def on_terminal(*args: str) -> str:
+        leader, follower = os.openpty()
+        proc = subprocess.Popen([*_cli(), *args], env=env, stdout=subprocess.DEVNULL, stderr=follower)
+        os.close(follower)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            said += chunk
+        proc.wait(timeout=300)
+        os.close(leader)
+        return said.decode(errors="replace")
+
+    said = on_terminal("report", str(tmp_path / "run"))
+    for what in ("reading the run and computing metrics", "writing report.html"):
+        assert f"verifybench: {what} ..." in said and f"verifybench: {what} done in" in said, said
+    said = on_terminal("gate", str(tmp_path / "run"), "--baseline", str(tmp_path / "b.json"))
+    assert "verifybench: gate: reading the run, comparing it with the baseline done in" in said, said
+    piped = subprocess.run([*_cli(), "report", str(tmp_path / "run")], env=env, capture_output=True, text=True)
+    assert piped.returncode == 0 and "verifybench: " not in piped.stderr

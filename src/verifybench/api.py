@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from verifybench.loaders.fields import FieldSpec
 from verifybench.metrics import Settings, compute_metrics, evaluate, frame
 from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.summary import OVERALL, meta_fields, shortcuts
+from verifybench.phases import phase
 from verifybench.policy import load_policy, policy_from_metrics, save_policy
 from verifybench.results import Run
 from verifybench.runcheck import require_complete, require_one_verdict_each
@@ -211,15 +213,16 @@ def finish(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
 
 
 def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
-    s = settings_for(run_dir, read_json(run_dir / MANIFEST))
-    manifest, cases, verdicts = _read_run(run_dir, s)
-    f = _scored_frame(cases, verdicts, s)
-    # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
-    del verdicts
-    f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
-    release_memory()
-    metrics = compute_metrics(cases, None, s, scored=f)
-    localization.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
+    with phase("reading the run and computing metrics"):  # a line on a terminal when it takes a while
+        s = settings_for(run_dir, read_json(run_dir / MANIFEST))
+        manifest, cases, verdicts = _read_run(run_dir, s)
+        f = _scored_frame(cases, verdicts, s)
+        # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
+        del verdicts
+        f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
+        release_memory()
+        metrics = compute_metrics(cases, None, s, scored=f)
+        localization.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: report_mod.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
@@ -233,8 +236,10 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     release_memory()  # before the dataset is read again
     notes = []
     try:
-        cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
-                                     run_dir, case_ids=cases["id"])
+        with phase("reading the dataset back (shortcut cues, sources of the cases shown)"):
+            cues, sources = scan_dataset(resume_suite(run_dir, data_dir),
+                                         {p["case"]["id"] for w in worst.values() for p in w}, run_dir,
+                                         case_ids=cases["id"])
     except VerifybenchError as e:
         cues, sources = None, {}
         notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
@@ -252,7 +257,8 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     write_json(run_dir / METRICS, metrics)
     errors = read_errors(run_dir)
     notes += [e["message"] for e in errors if e.get("kind") == "unreadable"]  # a damaged line, named
-    return report_mod.render(run_dir, manifest, metrics, worst, errors, notes)
+    with phase("writing report.html"):
+        return report_mod.render(run_dir, manifest, metrics, worst, errors, notes)
 
 
 def _with_counts(manifest: dict[str, Any], cases: pd.DataFrame) -> dict[str, Any]:
@@ -399,7 +405,8 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     require_complete(run_dir, manifest, cases, verdicts, "a baseline")
     f = _scored_frame(cases, verdicts, s)
     del verdicts
-    doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+    with phase("computing the baseline"):
+        doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
     from verifybench.safeio import safe_name
 
     path = Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json"
@@ -422,6 +429,7 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
 
     run_dir = Path(run_dir)
     suite_name = "unknown"
+    gating = ExitStack()  # the phase's line on a terminal, ended however the gate ends
     try:
         base = g.load_baseline(baseline_path)
         suite_name = str(base.get("suite") or suite_name)
@@ -433,6 +441,7 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
         own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base["by"], policy=None)
         own.n_boot = 1  # only the refit thresholds are read from this pass
+        gating.enter_context(phase("gate: reading the run, comparing it with the baseline"))
         manifest, cases, verdicts = _read_run(run_dir, s, own)
         require_complete(run_dir, manifest, cases, verdicts, "a gate")
         f = _scored_frame(cases, verdicts, s)
@@ -448,7 +457,9 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
                             g.parse_limits(max_rise, {}, g.COSTS), min_cases=min_cases, slices=slices,
                             refit=refit, explicit={i.partition("=")[0].strip().lower() for i in max_drop or []},
                             allow_batch_latency=allow_batch_latency)
+        gating.close()
     except VerifybenchError as e:
+        gating.close()
         reason = str(e) if isinstance(e, g.GateRefused) else f"refusing to gate: {e}"
         if junit:
             _write_text(junit, g.refusal_junit(reason, suite_name))
