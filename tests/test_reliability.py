@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,7 @@ def test_a_key_inside_a_200_completion_reaches_no_file(fake, tmp_path, monkeypat
     assert _leaks(forms, tmp_path / "replay") == []
 
 
+@pytest.mark.slow
 def test_credentials_in_options_are_stored_as_written(fake, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
     server = fake([], default=(True, 0.7))
@@ -369,6 +371,7 @@ def _log(run_dir: str, uri: str) -> bool:
     return api.log_to_mlflow(run_dir, uri, "race").created
 
 
+@pytest.mark.slow
 def test_logs_of_one_run_let_go_together_make_one_mlflow_run(tmp_path):
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
@@ -530,29 +533,26 @@ def test_run_out_refuses_a_folder_of_other_files_and_never_writes_through_a_link
 
 @pytest.mark.parametrize("entry, said", [('{rouge: [1, 2]}', "options must be a mapping of option: value, got list"),
                                           ('{rouge: "fast"}', "options must be a mapping of option: value, got str")])
-def test_verifier_options_of_the_wrong_type_are_a_message(tmp_path, root, entry, said):
-    import subprocess
+def test_verifier_options_of_the_wrong_type_are_a_message(tmp_path, entry, said):
+    from verifybench.errors import SuiteError  # a VerifybenchError: the CLI prints it, exit 2
 
     write(tmp_path / "d.jsonl", jsonl_text(rows(3)))
     suite = write(tmp_path / "s.yaml", f"name: s\ndataset: {{loader: jsonl, path: d.jsonl}}\nverifiers: [{entry}]\n")
-    for command in ("describe", "run"):
-        out = subprocess.run([*_cli(), command, str(suite)], env=_cli_env(root), capture_output=True, text=True,
-                             cwd=tmp_path, timeout=300)
-        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-        assert f"verifiers[0] (rouge): {said}" in out.stderr
+    with pytest.raises(SuiteError, match=re.escape(f"s.yaml: verifiers[0] (rouge): {said}")):
+        api.describe_suite(suite)
+    with pytest.raises(SuiteError, match=re.escape(f"verifiers[0] (rouge): {said}")):
+        api.run(suite, out=tmp_path / "run", progress=False)
 
 
-def test_gate_with_a_folder_as_baseline_is_a_refusal_with_its_junit(tmp_path, root):
-    import subprocess
+def test_gate_with_a_folder_as_baseline_is_a_refusal_with_its_junit(tmp_path):
+    from verifybench.gate import GateRefused  # the CLI's exit 2, with this message
 
     data = write(tmp_path / "d.jsonl", jsonl_text(rows(12)))
     api.run(suite_file(tmp_path, data), out=tmp_path / "run", progress=False)
     (tmp_path / "folder").mkdir()
     junit = tmp_path / "junit.xml"
-    out = subprocess.run([*_cli(), "gate", str(tmp_path / "run"), "--baseline", str(tmp_path / "folder"), "--junit",
-                          str(junit)], env=_cli_env(root), capture_output=True, text=True, timeout=300)
-    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-    assert "cannot be read as a baseline" in out.stderr
+    with pytest.raises(GateRefused, match="folder: cannot be read as a baseline"):
+        api.gate(tmp_path / "run", tmp_path / "folder", junit=junit)
     assert "cannot be read as a baseline" in junit.read_text() and "<error" in junit.read_text()
 
 
