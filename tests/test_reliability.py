@@ -679,3 +679,23 @@ def test_report_and_gate_say_their_phases_on_a_terminal(tmp_path, root):
     assert "verifybench: gate: reading the run, comparing it with the baseline done in" in said, said
     piped = subprocess.run([*_cli(), "report", str(tmp_path / "run")], env=env, capture_output=True, text=True)
     assert piped.returncode == 0 and "verifybench: " not in piped.stderr
+
+
+@pytest.mark.slow
+def test_report_on_a_full_disk_is_a_message(tmp_path, root):
+    import resource
+    import subprocess
+
+    data = write(tmp_path / "d.jsonl", jsonl_text(rows(40)))
+    api.run(suite_file(tmp_path, data), out=tmp_path / "run", progress=False)
+    before = (tmp_path / "run/results.jsonl").read_bytes()
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # metrics.json and report.html are larger
+
+    out = subprocess.run([*_cli(), "report", str(tmp_path / "run")], env=_cli_env(root), capture_output=True, text=True,
+                         timeout=300, preexec_fn=limit)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "no room to write" in out.stderr and f"verifybench report {tmp_path / 'run'}" in out.stderr
+    assert (tmp_path / "run/results.jsonl").read_bytes() == before
+    assert [p.name for p in (tmp_path / "run").iterdir() if p.name.endswith(".tmp")] == []

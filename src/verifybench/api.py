@@ -205,7 +205,15 @@ def finish(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     run_dir = Path(run_dir)
     read_json(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
     with hold(run_dir):
-        path = _finish(run_dir, data_dir)
+        try:
+            path = _finish(run_dir, data_dir)
+        except OSError as e:
+            from verifybench.safeio import disk_error, disk_message
+
+            if not disk_error(e):
+                raise
+            raise VerifybenchError(f"{run_dir}: {disk_message(e, 'writing metrics.json and report.html')}; the "
+                                   f"results are untouched: free some space, then `verifybench report {run_dir}`") from None
         manifest = read_json(run_dir / MANIFEST)
         if manifest.get("status") == SCORED and (run_dir / METRICS).exists() and (run_dir / REPORT).exists():
             write_json(run_dir / MANIFEST, {**manifest, "status": COMPLETE})
