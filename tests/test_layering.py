@@ -16,8 +16,9 @@ LAYERS: list[set[str]] = [
     # the core types and errors
     {"cases", "errors"},
     # leaf helpers any layer may use (text: offsets of quotes and spans in a response; tables: cases and
-    # verdicts as columns)
-    {"text", "tables"},
+    # verdicts as columns; safeio: files written by rename, safe names, disk-full messages; phases: a
+    # progress line for a long phase)
+    {"text", "tables", "safeio", "phases"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
     {"loaders", "verifiers", "rundir", "metrics"},
     # built on one or two of them: suites, where batches are scored, the HTML report, a run's numbers

@@ -58,6 +58,9 @@ class Suite(BaseModel):
     source: str | None = Field(None, exclude=True)
     data_dir: str | None = Field(None, exclude=True)
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    # The dataset options and each verifier's options (by position) with every `${VAR}` but
+    # `${VERIFYBENCH_DATA}` left as written: what a manifest, a report or a tracker may store.
+    written: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     @property
     def hash(self) -> str:
@@ -106,6 +109,34 @@ def _relative_paths(value: Any, base: Path) -> Any:
     return value
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# A suite is a page of YAML: more values than this once its aliases are expanded is an alias bomb
+# ("billion laughs"), refused before anything walks it.
+MAX_NODES = 200_000
+
+
+def _check_size(raw: Any, where: str) -> None:
+    """Refuse a document whose aliases expand past `MAX_NODES` values (or refer to themselves)."""
+    seen = 0
+    stack = [(raw, 0)]
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_NODES or depth > 100:
+            deep = " (or nests deeper than 100)" if depth > 100 else ""
+            raise SuiteError(f"{where}: the YAML expands to more than {MAX_NODES:,} values{deep} once its aliases "
+                             "(*name) are expanded; a suite that large is refused (an alias bomb?)")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+            seen += len(value)  # the keys
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
 def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> list[VerifierEntry]:
     if not isinstance(raw, list) or not raw:
         raise SuiteError(f"{where}: 'verifiers' must be a non-empty list")
@@ -115,9 +146,10 @@ def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> lis
             name, options = item, {}
         elif isinstance(item, dict) and len(item) == 1:
             name, options = next(iter(item.items()))
+            if options is not None and not isinstance(options, dict):
+                raise SuiteError(f"{where}: verifiers[{i}] ({name}): options must be a mapping of option: value, "
+                                 f"got {type(options).__name__} {_short(options)}")
             options = dict(options or {})
-            if not isinstance(options, dict):
-                raise SuiteError(f"{where}: verifiers[{i}] ({name}): options must be a mapping")
         else:
             raise SuiteError(f"{where}: verifiers[{i}] must be a name or a one-key mapping name: {{options}}")
         if base_dir is not None:
@@ -127,6 +159,50 @@ def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> lis
             raise SuiteError(f"{where}: verifiers[{i}]: id {vid!r} is used twice; give one of them `id: <other>`")
         entries.append(VerifierEntry(id=vid, name=name, options=options))
     return entries
+
+
+def _written(kept: Any) -> dict[str, Any]:
+    dataset = kept.get("dataset") if isinstance(kept.get("dataset"), dict) else {}
+    verifiers = []
+    for item in kept.get("verifiers") or []:
+        options = next(iter(item.values()), None) if isinstance(item, dict) and len(item) == 1 else None
+        verifiers.append({k: v for k, v in options.items() if k != "id"} if isinstance(options, dict) else {})
+    return {"dataset": {k: v for k, v in dataset.items() if k not in ("loader", "limit", "sample", "seed", "on_error")},
+            "verifiers": verifiers}
+
+
+def as_written(value: Any, written: Any) -> Any:
+    """`value` (an option as the run uses it) with every string that came from an environment variable
+    put back as it was written (`${PASSWORD}`), and every URL's password replaced by ***: what may be
+    stored in a manifest, a report or a tracker."""
+    from verifybench.safeio import redact_url_credentials
+
+    return redact_url_credentials(_as_written(value, written))
+
+
+def _as_written(value: Any, written: Any) -> Any:
+    if isinstance(written, str) and isinstance(value, str) and any(
+            m.group(1) != DATA_ENV for m in _VAR.finditer(written)):
+        return written
+    if isinstance(value, dict):
+        w = written if isinstance(written, dict) else {}
+        return {k: _as_written(v, w.get(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        w = written if isinstance(written, list) and len(written) == len(value) else [None] * len(value)
+        return [_as_written(v, x) for v, x in zip(value, w)]
+    return value
+
+
+def expand_environment(value: Any) -> Any:
+    """Options stored as written (`as_written`) with their `${VAR}`s read from the environment again,
+    for code that rebuilds a verifier from a manifest; a variable that is not set stays as written."""
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
+    if isinstance(value, dict):
+        return {k: expand_environment(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_environment(v) for v in value]
+    return value
 
 
 def parse_suite(
@@ -142,6 +218,7 @@ def parse_suite(
     """
     if not isinstance(raw, dict):
         raise SuiteError(f"{where}: expected a mapping at the top level")
+    _check_size(raw, where)  # a manifest's copy, or a mapping built in Python
 
     used_data_dir: list[str] = []
 
@@ -161,6 +238,11 @@ def parse_suite(
         return os.environ[var]
 
     expanded = _expand(raw, lookup, "")
+
+    def keep(var: str, at: str) -> str:  # a variable from the environment stays a name, never its value
+        return lookup(var, at) if var == DATA_ENV else f"${{{var}}}"
+
+    kept = _expand(raw, keep, "")
     dataset = dict(expanded.get("dataset") or {})
     for key in list(dataset):
         # The hf loader's `path` is a hub name or a builder, not a file.
@@ -181,6 +263,7 @@ def parse_suite(
             source=where,
             data_dir=used_data_dir[0] if used_data_dir else None,
             raw=raw,
+            written=_written(kept),
             **body,
         )
     except ValidationError as e:
@@ -214,6 +297,7 @@ def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int 
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         raise SuiteError(f"{path}{at}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    _check_size(raw, str(path))
     if isinstance(raw, dict) and limit is not None:
         raw = {**raw, "dataset": {**(raw.get("dataset") or {}), "limit": limit}}
     return parse_suite(raw, path.parent, data_dir, str(path))

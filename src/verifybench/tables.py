@@ -194,7 +194,8 @@ class CaseColumns:
         for f in CASE_FIELDS:
             self.codes[f].add(row.get(f))
         self._labels.append(bool(row["label"]))
-        self._groups.append(meta["group"] if "group" in meta else _MISSING)
+        group = meta.get("group")
+        self._groups.append(_MISSING if group is None else group)  # a null group is none, not a shared one
         for k in self.meta:
             self.codes[f"meta.{k}"].add(str(meta.get(k, "none")))
         if offset is not None:

@@ -139,7 +139,9 @@ def native_threshold(config: dict[str, Any], threshold: float) -> str:
 def save_policy(policy: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(policy, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    from verifybench.safeio import write_text_atomic
+
+    write_text_atomic(path, yaml.safe_dump(policy, sort_keys=False, allow_unicode=True))
     return path
 
 

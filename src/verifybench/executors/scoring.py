@@ -3,6 +3,7 @@ batch scored on a cluster worker yields exactly the verdicts it would yield in t
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 
@@ -26,6 +27,13 @@ def _mark_latency(verifier: Verifier, batch: list[Case], verdicts: list[Verdict]
     "warmup": all of it when its latencies are shares of the batch, its first case when they are per
     case (a lazy import or model load lands on the first case). A verifier re-created for each task on a
     cluster (a stateless one) has a warm-up in each task, and it is marked so."""
+    if getattr(verifier, "latency_logged", False):
+        # Latencies the verifier read from a log (the scores verifier's latency_column) are each case's
+        # own: a case without one has none (not a share of this batch's time), and nothing is warm-up.
+        for v in verdicts:
+            if v.latency_ms is not None and v.latency_kind is None:
+                v.latency_kind = "case"
+        return
     for v in verdicts:
         if v.latency_ms is None:
             v.latency_ms = share
@@ -69,5 +77,10 @@ def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
         v.verifier = verifier.id
         if v.error is None and v.score is None:
             v.error = "verifier returned neither a score nor an error"
+        elif v.error is None and not math.isfinite(v.score):  # type: ignore[arg-type]
+            # NaN or an infinity is no score: stored, it would read back as null with no error, and be
+            # counted as an error by the metrics but not by the run or errors.jsonl.
+            v.error = f"verifier returned a score that is not a finite number ({v.score!r})"
+            v.score = None
     _mark_latency(verifier, batch, verdicts, share)
     return verdicts

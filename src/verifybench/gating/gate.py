@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,10 @@ from verifybench.metrics.bootstrap import (
 )
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.metrics.thresholds import per_value
+from verifybench.phases import phase
 from verifybench.rundir import MANIFEST, read_json, write_json
 from verifybench.rundir.checks import require_complete
+from verifybench.safeio import safe_name, write_text_atomic
 
 FORMAT = 2
 QUALITY = ("f1", "precision", "recall", "balanced_accuracy", "auroc", "auprc")
@@ -486,6 +489,9 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         raise GateRefused(f"{path}: no such baseline; record one with `verifybench baseline RUN_DIR --out {path}`") from None
     except ValueError as e:
         raise GateRefused(f"{path}: not a verifybench baseline (invalid JSON: {e})") from None
+    except OSError as e:  # a folder, a file that cannot be read
+        raise GateRefused(f"{path}: cannot be read as a baseline ({e.strerror or e}); give the baseline's JSON "
+                          "file (metrics/<suite>.json)") from None
     if not isinstance(doc, dict) or "verifiers" not in doc:
         raise GateRefused(f"{path}: not a verifybench baseline")
     return doc
@@ -512,8 +518,9 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     require_complete(run_dir, manifest, cases, verdicts, "a baseline")
     f = scored_frame(cases, verdicts, s)
     del verdicts
-    doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
-    path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
+    with phase("computing the baseline"):
+        doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+    path = Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
     return path
@@ -531,6 +538,7 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     """
     run_dir = Path(run_dir)
     suite_name = "unknown"
+    gating = ExitStack()  # the phase's line on a terminal, ended however the gate ends
     try:
         base = load_baseline(baseline_path)
         suite_name = str(base.get("suite") or suite_name)
@@ -542,6 +550,7 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
         own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base["by"], policy=None)
         own.n_boot = 1  # only the refit thresholds are read from this pass
+        gating.enter_context(phase("gate: reading the run, comparing it with the baseline"))
         manifest, cases, verdicts = read_run(run_dir, s, own)
         require_complete(run_dir, manifest, cases, verdicts, "a gate")
         f = scored_frame(cases, verdicts, s)
@@ -557,7 +566,9 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
                           parse_limits(max_rise, {}, COSTS), min_cases=min_cases, slices=slices,
                           refit=refit, explicit={i.partition("=")[0].strip().lower() for i in max_drop or []},
                           allow_batch_latency=allow_batch_latency)
+        gating.close()
     except VerifybenchError as e:
+        gating.close()
         reason = str(e) if isinstance(e, GateRefused) else f"refusing to gate: {e}"
         if junit:
             _write_text(junit, refusal_junit(reason, suite_name))
@@ -577,5 +588,5 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
 def _write_text(path: str | Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_text_atomic(path, text)
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import RecordError
 from verifybench.loaders.readers import Record
+from verifybench.safeio import lone_surrogate, surrogate_message
 from verifybench.text.locate import SpanError, gold_spans
 
 # What a true/1/yes value means depends on `positive`; the words mean the same either way.
@@ -56,7 +57,8 @@ class FieldSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str | None = Field(None, description="case id field; default: `id` when present, else the record's index")
+    id: str | None = Field(None, description="case id field; default: `id` when present and not null, else "
+                           "`#<index>` (the record's 0-based index, marked so it never equals a given id)")
     response: str = "response"
     sources: str | list[str] | None = Field(
         "sources", description="a field holding a string, a list of strings or of {id, text, ...}; or a list of fields"
@@ -260,6 +262,8 @@ def list_cell(value: str) -> list[Any] | None:
                              f"{type(e).__name__}: {e}") from None
     if not isinstance(parsed, list):
         raise ValueError(f"looks like a list but is a {type(parsed).__name__}")
+    if "\\" in value and lone_surrogate(parsed) is not None:  # an escape such as \ud800 alone
+        raise ValueError(surrogate_message(""))
     return parsed
 
 
@@ -310,6 +314,12 @@ def note_unlocated(meta: dict[str, Any], gold: Any) -> None:
         meta["spans_not_found"] = gold.not_found
     if gold.ambiguous:
         meta["spans_ambiguous"] = gold.ambiguous
+
+
+def generated_id(loc: Any) -> str:
+    """The id of a record that gives none (no id field, or `id: null`): `#` and its 0-based index in the
+    file. Marked, so it never equals an id another record gives (a real `id: 0`)."""
+    return f"#{loc.index}"
 
 
 def record_to_case(
@@ -380,8 +390,10 @@ def record_to_case(
         spans = span_field(structured(spec.spans), response, spec, loc, meta)
         if spec.group and (group := optional(spec.group)) is not None:
             meta["group"] = group
+        elif meta.get("group", 0) is None:
+            del meta["group"]  # `group: null` is no group, not one group that every such case shares
         return Case(
-            id=str(case_id) if case_id is not None else str(loc.index),
+            id=str(case_id) if case_id is not None else generated_id(loc),
             dataset=dataset,
             doc_type=str(doc) if doc is not None else doc_type,
             split=str(split) if split is not None else None,

@@ -10,12 +10,17 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from verifybench.errors import DataError, Location, RecordError
+from verifybench.safeio import lone_surrogate, surrogate_message
+
+# A JSON escape of a UTF-16 surrogate: only a line holding one can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,10 @@ def read_jsonl(path: str | Path) -> RecordStream:
             if not isinstance(data, dict):
                 yield RecordError(loc, f"expected a JSON object, got {type(data).__name__}")
                 continue
+            if _SURROGATE_ESCAPE.search(raw) and (field := lone_surrogate(data)) is not None:
+                # `"\ud800"` alone decodes to a string no file (nor the run's case index) can hold.
+                yield RecordError(loc, surrogate_message(field), field or None)
+                continue
             yield Record(data, loc)
 
 
@@ -94,20 +103,31 @@ def read_json(path: str | Path, records: str = "item") -> RecordStream:
     import ijson
 
     path = Path(path)
-    index = 0
-    with _open_binary(path) as f:
-        if f.read(len(BOM)) != BOM:
-            f.seek(0)
-        try:
-            for index, data in enumerate(ijson.items(f, records, use_float=True)):
-                loc = Location(str(path), index)
-                if not isinstance(data, dict):
-                    yield RecordError(loc, f"expected a JSON object, got {type(data).__name__}")
+    done = 0  # records yielded: a second parser goes on from there
+    backend = ijson
+    while True:
+        with _open_binary(path) as f:
+            if f.read(len(BOM)) != BOM:
+                f.seek(0)
+            try:
+                for index, data in enumerate(backend.items(f, records, use_float=True)):
+                    if index < done:
+                        continue
+                    loc = Location(str(path), index)
+                    done = index + 1
+                    if not isinstance(data, dict):
+                        yield RecordError(loc, f"expected a JSON object, got {type(data).__name__}")
+                        continue
+                    yield Record(data, loc)
+                return
+            except (ijson.JSONError, UnicodeDecodeError) as e:
+                if "integer overflow" in str(e) and backend is ijson and ijson.backend != "python":
+                    # The C parser holds integers in 64 bits; the Python one reads any integer (slower, and
+                    # only from the record that needs it on).
+                    backend = ijson.get_backend("python")
                     continue
-                yield Record(data, loc)
-        except (ijson.JSONError, UnicodeDecodeError) as e:
-            # A broken array cannot be re-synchronised: nothing after this point is readable.
-            raise DataError(f"{path}: unreadable JSON after record {index}: {e}") from None
+                # A broken array cannot be re-synchronised: nothing after this point is readable.
+                raise DataError(f"{path}: unreadable JSON after record {max(done - 1, 0)}: {e}") from None
 
 
 def read_csv(path: str | Path, delimiter: str = ",") -> RecordStream:

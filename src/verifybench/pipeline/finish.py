@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from verifybench import reporting
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation import spans_pairs
@@ -14,6 +16,7 @@ from verifybench.evaluation.reading import read_run, scored_frame, settings_for
 from verifybench.evaluation.saved_points import with_saved
 from verifybench.metrics import compute_metrics
 from verifybench.metrics.summary import shortcuts
+from verifybench.phases import phase
 from verifybench.pipeline.runner import resume_suite, scan_dataset
 from verifybench.rundir import (
     COMPLETE,
@@ -28,6 +31,7 @@ from verifybench.rundir import (
     read_verdicts_at,
     write_json,
 )
+from verifybench.suite import expand_environment
 from verifybench.tables import release_memory
 from verifybench.verifiers import get_verifier_class
 
@@ -44,7 +48,15 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     run_dir = Path(run_dir)
     read_json(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
     with hold(run_dir):
-        path = _finish(run_dir, data_dir)
+        try:
+            path = _finish(run_dir, data_dir)
+        except OSError as e:
+            from verifybench.safeio import disk_error, disk_message
+
+            if not disk_error(e):
+                raise
+            raise VerifybenchError(f"{run_dir}: {disk_message(e, 'writing metrics.json and report.html')}; the "
+                                   f"results are untouched: free some space, then `verifybench report {run_dir}`") from None
         manifest = read_json(run_dir / MANIFEST)
         if manifest.get("status") == SCORED and (run_dir / METRICS).exists() and (run_dir / REPORT).exists():
             write_json(run_dir / MANIFEST, {**manifest, "status": COMPLETE})
@@ -53,17 +65,18 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
 
 
 def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
-    s = settings_for(run_dir, read_json(run_dir / MANIFEST))
-    manifest, cases, verdicts = read_run(run_dir, s)
-    f = scored_frame(cases, verdicts, s)
-    # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
-    del verdicts
-    f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
-    release_memory()
-    metrics = compute_metrics(cases, None, s, scored=f)
-    # combinations `verifybench cascade --save` kept in the run, on the operating-point chart
-    metrics["operating_points"], saved_notes = with_saved(run_dir, metrics["operating_points"])
-    spans_pairs.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
+    with phase("reading the run and computing metrics"):  # a line on a terminal when it takes a while
+        s = settings_for(run_dir, read_json(run_dir / MANIFEST))
+        manifest, cases, verdicts = read_run(run_dir, s)
+        f = scored_frame(cases, verdicts, s)
+        # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
+        del verdicts
+        f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
+        release_memory()
+        metrics = compute_metrics(cases, None, s, scored=f)
+        # combinations `verifybench cascade --save` kept in the run, on the operating-point chart
+        metrics["operating_points"], saved_notes = with_saved(run_dir, metrics["operating_points"])
+        spans_pairs.add_metrics(metrics, run_dir, s, cases=cases, scored=f)  # spans and minimal pairs
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: reporting.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
@@ -77,14 +90,17 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     release_memory()  # before the dataset is read again
     notes = list(saved_notes)
     try:
-        cues, sources = scan_dataset(resume_suite(run_dir, data_dir), {p["case"]["id"] for w in worst.values() for p in w},
-                                     run_dir, case_ids=cases["id"])
+        with phase("reading the dataset back (shortcut cues, sources of the cases shown)"):
+            cues, sources = scan_dataset(resume_suite(run_dir, data_dir),
+                                         {p["case"]["id"] for w in worst.values() for p in w}, run_dir,
+                                         case_ids=cases["id"])
     except VerifybenchError as e:
         cues, sources = None, {}
         notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)
+    manifest = _with_counts(manifest, cases)
     for vid, said in verifier_notes(manifest, cases["id"]).items():
         if vid in metrics["verifiers"]:
             metrics["verifiers"][vid]["notes"] = said
@@ -93,7 +109,21 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         for p in picks_:
             p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
     write_json(run_dir / METRICS, metrics)
-    return reporting.render(run_dir, manifest, metrics, worst, read_errors(run_dir), notes)
+    errors = read_errors(run_dir)
+    notes += [e["message"] for e in errors if e.get("kind") == "unreadable"]  # a damaged line, named
+    with phase("writing report.html"):
+        return reporting.render(run_dir, manifest, metrics, worst, errors, notes)
+
+
+def _with_counts(manifest: dict[str, Any], cases: pd.DataFrame) -> dict[str, Any]:
+    """The manifest as the report shows it: a run killed before its counts were written (status running)
+    gets them from its case index, so its report shows what was computed."""
+    data = manifest.get("dataset") or {}
+    if "total" in data and "by_label" in data:
+        return manifest
+    label = cases["label"].to_numpy(bool)
+    counts = {"total": len(cases), "by_label": {"hallucinated": int(label.sum()), "faithful": int((~label).sum())}}
+    return {**manifest, "dataset": {**counts, **data}}
 
 
 
@@ -110,7 +140,8 @@ def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[st
             continue
         if not callable(getattr(cls, "run_notes", None)):
             continue
-        options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
+        # Stored as written (`${VAR}` names, not values): read from the environment again here.
+        options = {k: expand_environment(val) for k, val in v["config"].items() if k in cls.Options.model_fields}
         try:
             if ids is None:
                 ids = set(case_ids)

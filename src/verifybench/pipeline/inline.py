@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from verifybench.cases import Case
 from verifybench.errors import SuiteError, VerifybenchError
 from verifybench.rundir import RESULTS
+from verifybench.safeio import replace_atomically, temp_path, write_text_atomic
 from verifybench.suite import Suite, _relative_paths, load_suite, parse_suite
 from verifybench.verifiers import Verifier, build, get_verifier_class
 
@@ -64,6 +65,14 @@ def plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return str(value)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_missing(value: Any) -> bool:
@@ -127,13 +136,22 @@ class Source:
 
     def write(self, path: Path) -> int:
         """Write every row as a JSON line, then rename into place (a reader sees all of it or none)."""
-        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp = temp_path(path)
         n = 0
-        with open(tmp, "w", encoding="utf-8") as f:
-            for row in self.rows():
-                f.write(json.dumps(row, ensure_ascii=False, allow_nan=False, sort_keys=False) + "\n")
-                n += 1
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "x", encoding="utf-8") as f:
+                for row in self.rows():
+                    line = json.dumps(row, ensure_ascii=False, allow_nan=False, sort_keys=False)
+                    if not _utf8(line):
+                        # A lone surrogate ("\ud800") cannot be UTF-8: the row is written with escapes, so
+                        # the loader reads it back and names it as a bad record instead of the run failing.
+                        line = json.dumps(row, ensure_ascii=True, allow_nan=False, sort_keys=False)
+                    f.write(line + "\n")
+                    n += 1
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        replace_atomically(tmp, path)
         return n
 
 
@@ -235,7 +253,5 @@ class InlineRun:
         self.source.write(run_dir / DATA)
         text = ("# Written by verifybench.run(cases=...): the cases are in dataset.jsonl beside this file.\n"
                 + yaml.safe_dump(self.raw, sort_keys=False, allow_unicode=True))
-        tmp = run_dir / (SUITE + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, run_dir / SUITE)
+        write_text_atomic(run_dir / SUITE, text)
         return load_suite((run_dir / SUITE).resolve()), self.verifiers

@@ -52,16 +52,29 @@ from verifybench.rundir import (
     RUNNING,
     SCORED,
     JsonlAppender,
+    RunDirError,
     _blocks,
     case_index_row,
     hold,
     iter_jsonl,
+    iter_lines,
     read_json,
     repair_tail,
     write_json,
+    write_json_in_place,
+    write_jsonl,
 )
 from verifybench.rundir.provenance import git_state
-from verifybench.suite import Suite, parse_suite
+from verifybench.safeio import (
+    LinkRefused,
+    disk_error,
+    disk_message,
+    links_in,
+    replace_atomically,
+    safe_name,
+    temp_path,
+)
+from verifybench.suite import Suite, as_written, parse_suite
 from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
 
@@ -98,9 +111,30 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # things the user should hear about (a stale lock taken over)
 
 
+RUN_FILES = (MANIFEST, CASES, RESULTS, ERRORS, CUES, "metrics.json", "report.html", "policy.yaml",
+             "writer.lock", "suite.yaml", "dataset.jsonl")
+
+
+def check_run_folder(run_dir: Path, resume: bool) -> None:
+    """Refuse to write a run into a folder that holds other files (a new run goes into a new or empty
+    folder, or a run directory), or whose run files are symbolic links (a link the run did not create
+    is never written through)."""
+    run_dir = Path(run_dir)
+    if not resume and not (run_dir / MANIFEST).exists():
+        other = sorted(p.name for p in run_dir.iterdir() if p.name not in RUN_FILES) if run_dir.is_dir() else []
+        if other:
+            shown = ", ".join(other[:3]) + (f", and {len(other) - 3} more" if len(other) > 3 else "")
+            raise RunDirError(f"{run_dir} is not empty and not a run directory ({shown}); a run writes into a new "
+                              "or empty folder: choose another --out")
+    linked = links_in(run_dir, RUN_FILES)
+    if linked:
+        raise RunDirError(f"{run_dir}: {', '.join(linked)} is a symbolic link; a run never writes through a link "
+                          "it did not create: remove it, or write the run somewhere else")
+
+
 def default_run_dir(suite: Suite | str, root: Path = Path("reports")) -> Path:
     """reports/<suite name>-<time> (a suite, or its name), numbered when that folder exists."""
-    name = suite if isinstance(suite, str) else suite.name
+    name = safe_name(suite if isinstance(suite, str) else suite.name)  # `../x` or `/x` stays inside `root`
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = root / f"{name}-{stamp}"
     n = 1
@@ -142,6 +176,7 @@ class Runner:
         results = self.run_dir / RESULTS
         if not self.resume and results.exists() and results.stat().st_size > 0:
             raise VerifybenchError(f"{self.run_dir} already holds results; resume it with --resume {self.run_dir}")
+        check_run_folder(self.run_dir, self.resume)
         if self.resume and not (self.run_dir / MANIFEST).exists():
             raise VerifybenchError(f"{self.run_dir}: no manifest.json here; is it a verifybench run directory?")
 
@@ -161,12 +196,15 @@ class Runner:
                 "base_dir": previous.get("suite", {}).get("base_dir") or str(Path(self.suite.source or ".").resolve().parent),
                 "data_dir": self.suite.data_dir,
             },
+            # Options as written: a `${VAR}` from the environment is stored as its name, a URL's password as ***.
             "dataset": {"hash": data_hash, "loader": self.suite.dataset.loader,
-                        "options": self.suite.dataset.options, "files_hashed": self._files_hashed, **counts},
+                        "options": as_written(self.suite.dataset.options, self.suite.written.get("dataset")),
+                        "files_hashed": self._files_hashed, **counts},
             "verifiers": [
-                {"id": v.id, "name": v.name, "config": v.config, "config_hash": v.config_hash,
+                {"id": v.id, "name": v.name, "config": as_written(v.config, self._written_options(i)),
+                 "config_hash": v.config_hash,
                  "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False))}
-                for v in self.verifiers
+                for i, v in enumerate(self.verifiers)
             ],
             "executor": self._executor_info,
             "git": previous["git"] if "git" in previous else self._git(),
@@ -175,6 +213,10 @@ class Runner:
             "resumes": previous.get("resumes", 0) + (1 if self.resume and status == RUNNING else 0),
             **({"notes": self.notes} if self.notes else {}),
         }
+
+    def _written_options(self, i: int) -> dict[str, Any] | None:
+        written = self.suite.written.get("verifiers") or []
+        return written[i] if i < len(written) else None
 
     def _git(self) -> dict[str, Any] | None:
         if not hasattr(self, "_git_state"):  # asked once a run, not at every manifest write
@@ -190,9 +232,15 @@ class Runner:
         """On resume the input is read again, so its errors are logged again: drop the old ones."""
         path = self.run_dir / ERRORS
         repair_tail(path)
-        kept = [row for row in iter_jsonl(path) if row.get("kind") != "input"]
-        with open(path, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in kept)
+        kept = []
+        for raw in iter_lines(path):
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                continue  # a damaged line: nothing a resume can use
+            if isinstance(row, dict) and row.get("kind") != "input":
+                kept.append(row)
+        write_jsonl(path, kept)  # by rename: a resume killed here keeps the old log whole
 
     def _check_resume(self, data_hash: str) -> set[tuple[str, str]]:
         manifest = read_json(self.run_dir / MANIFEST)
@@ -229,6 +277,10 @@ class Runner:
             self._reset_input_errors()
         counter = _CaseCounter()
         skipped = 0
+        # On resume the case index is appended to, never rewritten: the cases it holds are the first ones
+        # the (unchanged) data gives again, so a resume killed at any moment leaves an index that still
+        # covers every verdict written (a rewrite from the start would be short of them until it caught up).
+        indexed, last_indexed = self._indexed() if self.resume else (0, None)
         try:
             with self.executor:
                 self._executor_info = self.executor.describe()
@@ -236,7 +288,7 @@ class Runner:
                 total = self._count() if self.progress else None
                 with _Progress(self.verifiers, total, done, enabled=self.progress,
                                wall_rate=self.executor.wall_rate) as bar, \
-                        JsonlAppender(self.run_dir / CASES, mode="w") as index, \
+                        JsonlAppender(self.run_dir / CASES, mode="a" if self.resume else "w") as index, \
                         JsonlAppender(self.run_dir / RESULTS) as results, \
                         JsonlAppender(self.run_dir / ERRORS) as errlog:
 
@@ -245,8 +297,16 @@ class Runner:
                         # and the log of bad input records are written the same way for all of them.
                         nonlocal skipped
                         load_errors: list[RecordError] = []
+                        position = 0  # cases of the stream before this batch
                         for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
-                            index.write(case_index_row(c) for c in batch)
+                            new = batch[max(0, indexed - position):]
+                            if indexed and position < indexed <= position + len(batch) \
+                                    and batch[indexed - position - 1].id != last_indexed:
+                                raise RunDirError(
+                                    f"{self.run_dir / CASES}: its case {indexed} is {last_indexed!r}, but the data "
+                                    f"gives {batch[indexed - position - 1].id!r} there; start a new run")
+                            position += len(batch)
+                            index.write(case_index_row(c) for c in new)
                             counter.add(batch)
                             if load_errors:
                                 skipped += len(load_errors)
@@ -267,14 +327,48 @@ class Runner:
                 # on_error: raise stops the run, and every bad record found is in the error log too.
                 with JsonlAppender(self.run_dir / ERRORS) as errlog:
                     errlog.write({"kind": "input", **r.to_dict()} for r in e.errors)
+            reason = f"{type(e).__name__}: {e}"
+            if isinstance(e, LinkRefused):
+                reason = str(e.strerror)
+            elif disk_error(e):
+                reason = disk_message(e, "the disk is full, or a file size limit was reached")  # type: ignore[arg-type]
             # Everything appended so far stays; the manifest says why the run stopped.
             manifest = self._manifest(counter.counts(), data_hash, FAILED)
-            manifest["error"] = f"{type(e).__name__}: {e}"
-            write_json(self.run_dir / MANIFEST, manifest)
+            manifest["error"] = reason
+            self._write_failed(manifest)
+            if isinstance(e, LinkRefused):
+                raise RunDirError(f"{self.run_dir}: {reason}") from None
+            if disk_error(e):
+                raise RunDirError(f"{self.run_dir}: {reason}. What was written is kept: free some space, then "
+                                  f"finish the run with `verifybench run --resume {self.run_dir}`") from None
             raise
         counts = {**counter.counts(), "skipped_records": skipped}
         write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, SCORED))
         return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts, list(self.notes))
+
+    def _indexed(self) -> tuple[int, str | None]:
+        """How many cases the index of a run being resumed holds (a line cut short by a kill is cut off
+        first), and the id of its last one."""
+        path = self.run_dir / CASES
+        repair_tail(path)
+        n, last = 0, None
+        for raw in iter_lines(path):
+            n, last = n + 1, raw
+        return n, (json.loads(last).get("id") if last is not None else None)
+
+    def _write_failed(self, manifest: dict[str, Any]) -> None:
+        """The manifest of a run that stopped, saying why; on a disk too full for a temporary copy, written
+        over the old one in place (its room is freed first). A manifest that cannot be written at all
+        leaves the old one ("running"), which `--resume` and `report` handle as a killed run."""
+        try:
+            write_json(self.run_dir / MANIFEST, manifest)
+        except OSError as e:
+            if not disk_error(e):
+                raise
+            try:
+                write_json_in_place(self.run_dir / MANIFEST, manifest)
+            except OSError:
+                pass
 
     def _no_cases(self, skipped: int) -> str:
         spec = self.suite.dataset
@@ -442,7 +536,8 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
         return cues, sources
     cols = _CueColumns()
     lenient = suite.dataset.model_copy(update={"on_error": "skip"})
-    out = JsonlAppender(cache.with_suffix(cache.suffix + ".tmp"), mode="w") if need_cues and cache else None
+    tmp = temp_path(cache) if cache else None
+    out = JsonlAppender(tmp, mode="x") if need_cues and tmp else None
     try:
         batch = []
         for case in iter_cases(lenient, []):
@@ -461,11 +556,12 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
         if out is not None:
             out.write(batch)
             out.close()
-            os.replace(cache.with_suffix(cache.suffix + ".tmp"), cache)
+            replace_atomically(tmp, cache)
             out = None
     finally:
         if out is not None:
             out.close()
+            tmp.unlink(missing_ok=True)
     return (cols.table() if need_cues else cues), sources
 
 

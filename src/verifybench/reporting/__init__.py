@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 from verifybench.metrics.summary import OVERALL
 from verifybench.reporting.plots import curves_svg, operating_svg, reliability_svg
 from verifybench.rundir import REPORT
+from verifybench.safeio import write_text_atomic
 
 EXAMPLES = 8
 
@@ -139,5 +140,5 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
         verdict_errors=[e for e in errors if e.get("kind") == "verdict"],
     )
     path = Path(run_dir) / REPORT
-    path.write_text(html, encoding="utf-8")
+    write_text_atomic(path, html)  # by rename: a reader sees a whole report, and a planted link is replaced, not followed
     return path

@@ -22,6 +22,7 @@ from verifybench.rundir.files import (
     RunLock,
     RunLocked,
     _blocks,
+    _line,
     case_index_row,
     hold,
     iter_jsonl,
@@ -36,11 +37,13 @@ from verifybench.rundir.files import (
     read_verdicts_at,
     repair_tail,
     write_json,
+    write_json_in_place,
     write_jsonl,
 )
 
-__all__ = ["BLOCK", "CASES", "COMPLETE", "CUES", "ERRORS", "FAILED", "LOCK", "MANIFEST", "METRICS", "REPORT",
-           "RESULTS", "RUNNING", "SCORED", "TEXT_CLIP", "JsonlAppender", "RunDirError", "RunLock", "RunLocked",
-           "_blocks", "case_index_row", "hold", "iter_jsonl", "iter_lines", "read_case_frame", "read_case_index",
-           "read_cases_at", "read_errors", "read_json", "read_verdict_frame", "read_verdicts", "read_verdicts_at",
-           "repair_tail", "write_json", "write_jsonl"]
+__all__ = ["BLOCK", "CASES", "COMPLETE", "CUES", "ERRORS", "FAILED", "JsonlAppender", "LOCK", "MANIFEST", "METRICS",
+           "REPORT", "RESULTS", "RUNNING", "RunDirError", "RunLock", "RunLocked", "SCORED", "TEXT_CLIP",
+           "_blocks", "_line", "case_index_row", "hold", "iter_jsonl", "iter_lines", "read_case_frame",
+           "read_case_index", "read_cases_at", "read_errors", "read_json", "read_verdict_frame",
+           "read_verdicts", "read_verdicts_at", "repair_tail", "write_json", "write_json_in_place",
+           "write_jsonl"]

@@ -78,7 +78,9 @@ def require_one_verdict_each(run_dir: Path, cases: list[dict] | pd.DataFrame, ve
         ids = verdicts["case_id"].to_numpy()[rows]
         raise RunDirError(
             f"{Path(run_dir) / RESULTS}: {len(rows)} verdict(s) for cases that are not in the run's case "
-            f"index (e.g. {_examples(f'{vnames[v]}/{cid}' for v, cid in zip(vcode[rows], ids))}); start a new run.")
+            f"index (e.g. {_examples(f'{vnames[v]}/{cid}' for v, cid in zip(vcode[rows], ids))}). A run killed while "
+            f"it resumed can leave its index short: `verifybench run --resume {run_dir}` indexes them again (and "
+            "scores what is missing); if the run's data changed, start a new run.")
 
 
 def require_complete(run_dir: Path, manifest: dict[str, Any], cases: list[dict] | pd.DataFrame,

@@ -15,6 +15,7 @@ report.html     rendered from the above
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -33,6 +34,7 @@ from pydantic_core import to_json
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
+from verifybench.safeio import open_no_follow, replace_atomically, temp_path
 from verifybench.tables import LATENCY_KINDS, CaseColumns, VerdictColumns, release_memory
 
 MANIFEST = "manifest.json"
@@ -75,13 +77,35 @@ def case_index_row(case: Case) -> dict[str, Any]:
 
 
 def write_json(path: Path, data: Any) -> None:
-    # Write then rename, so a reader never sees half a file.
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        # Streamed: a baseline of a million cases as one string (and the list of pieces it is joined
-        # from) would take several times the file's size.
-        json.dump(data, f, indent=2, default=str, ensure_ascii=False)
-    os.replace(tmp, path)
+    # Write then rename, so a reader never sees half a file; the temporary name is this writer's own, so
+    # two processes writing one file (two `baseline --out same.json`) never write into one temporary.
+    path = Path(path)
+    tmp = temp_path(path)
+    try:
+        with open_no_follow(tmp, "xb") as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:
+            # Streamed: a baseline of a million cases as one string (and the list of pieces it is joined
+            # from) would take several times the file's size.
+            json.dump(data, f, indent=2, default=str, ensure_ascii=False)
+    except BaseException:
+        _discard(tmp)
+        raise
+    replace_atomically(tmp, path)
+
+
+def write_json_in_place(path: Path, data: Any) -> None:
+    """Overwrite a small JSON file where it is: the last resort when a disk is too full for a temporary
+    copy (a failed run's manifest), since truncating the file frees the room its new text takes."""
+    text = json.dumps(data, indent=2, default=str, ensure_ascii=False).encode("utf-8")
+    with open_no_follow(path, "rb+") as f:
+        f.truncate(0)
+        f.write(text)
+
+
+def _discard(tmp: Path) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def read_json(path: Path) -> Any:
@@ -110,11 +134,16 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         yield json.loads(raw)
 
 
+def count_complete_lines(path: Path) -> int:
+    """Non-blank complete lines of a JSONL file (what `iter_lines` yields), counted without parsing."""
+    return sum(1 for _ in iter_lines(path))
+
+
 def repair_tail(path: Path) -> int:
     """Cut a partial last line left by a killed writer; returns how many bytes were cut."""
     if not path.exists():
         return 0
-    with open(path, "rb+") as f:
+    with open_no_follow(path, "rb+") as f:
         f.seek(0, os.SEEK_END)
         size = f.tell()
         if size == 0:
@@ -144,7 +173,7 @@ class JsonlAppender:
     """
 
     def __init__(self, path: Path, mode: str = "a"):
-        self._f = open(path, mode + "b")
+        self._f = open_no_follow(path, mode + "b")  # a link planted in a run directory is not written through
 
     def write(self, rows: Iterable[Any]) -> None:
         self._f.write(b"".join(_line(r) for r in rows))
@@ -168,10 +197,15 @@ def _line(row: Any) -> bytes:
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
     """Write a whole JSONL file then rename it into place: a reader sees all of it or none of it."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with JsonlAppender(tmp, mode="w") as out:
-        out.write(rows)
-    os.replace(tmp, path)
+    path = Path(path)
+    tmp = temp_path(path)
+    try:
+        with JsonlAppender(tmp, mode="x") as out:
+            out.write(rows)
+    except BaseException:
+        _discard(tmp)
+        raise
+    replace_atomically(tmp, path)
 
 
 def _verdict_error(path: Path, line: int, e: ValidationError) -> RunDirError:
@@ -475,7 +509,23 @@ def read_cases_at(run_dir: Path, offsets: Iterable[int]) -> list[dict[str, Any]]
 
 
 def read_errors(run_dir: Path) -> list[dict[str, Any]]:
-    return list(iter_jsonl(run_dir / ERRORS))
+    """The rows of errors.jsonl; a line that is not a JSON object (a file edited by hand, or damaged)
+    becomes a row saying so, with its line, rather than failing the report."""
+    path = Path(run_dir) / ERRORS
+    out = []
+    for n, raw in enumerate(iter_lines(path), 1):
+        try:
+            row = json.loads(raw)
+        except ValueError as e:
+            row = None
+            why = f"not JSON ({e})"
+        else:
+            why = f"not a JSON object (a {type(row).__name__})"
+        if isinstance(row, dict):
+            out.append(row)
+        else:
+            out.append({"kind": "unreadable", "message": f"{path.name}: line {n}: {why}; the line is left out"})
+    return out
 
 
 # --- one writer per run directory ------------------------------------------------------------------------
@@ -529,7 +579,7 @@ class RunLock:
 
         while True:
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             except OSError as e:
                 raise RunDirError(f"{self.run_dir}: cannot write here ({e.strerror}): a run directory "
                                   "must be writable to run, resume or report it") from None

@@ -12,7 +12,7 @@ from verifybench.evaluation.policy import load_policy
 from verifybench.evaluation.reading import POLICY
 from verifybench.executors import Executor, make_executor
 from verifybench.pipeline.finish import report
-from verifybench.pipeline.runner import Runner, default_run_dir, resume_suite
+from verifybench.pipeline.runner import Runner, check_run_folder, default_run_dir, resume_suite
 from verifybench.rundir import hold
 from verifybench.runs.run import Run
 from verifybench.suite import Suite, load_suite
@@ -69,6 +69,7 @@ def run(suite: str | Path | Suite | None = None, out: str | Path | None = None, 
         run_dir = Path(out) if out else default_run_dir(name or DEFAULT_NAME)
         run_dir.mkdir(parents=True, exist_ok=True)
         with hold(run_dir):
+            check_run_folder(run_dir, resume=False)  # before the cases are written into it
             suite, built = plan.write(run_dir)
             return _run(suite, run_dir, progress, executor, policy, built)
     if extra := [k for k, v in given.items() if v is not None]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.summary import OVERALL
+from verifybench.safeio import replace_atomically, temp_path
 from verifybench.tracking.mlflow_store import load_run_files, run_values
 
 DEFAULT_OUT = Path("reports/history.html")
@@ -168,7 +169,7 @@ def write_history(run_dirs: list[str | Path], metric: str = "auroc", slice_name:
     lines = series(rows, metric)
     fig = _figure(rows, lines, metric, slice_name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = temp_path(out)  # this writer's own: two histories written to one file never share a temporary
     if out.suffix.lower() == ".png":
         import matplotlib.pyplot as plt
 
@@ -176,7 +177,7 @@ def write_history(run_dirs: list[str | Path], metric: str = "auroc", slice_name:
         plt.close(fig)
     else:
         tmp.write_text(_page(rows, lines, metric, slice_name, fig), encoding="utf-8")
-    tmp.replace(out)
+    replace_atomically(tmp, out)
     return out
 
 

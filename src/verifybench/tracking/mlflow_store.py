@@ -434,36 +434,83 @@ def log_run(run_dir: str | Path, tracking_uri: str | None = None, experiment: st
         client = MlflowClient(uri)
         exp = _experiment(client, experiment, manifest)
         key = tags[RUN_KEY_TAG]
-        found = client.search_runs([exp.experiment_id], filter_string=f"tags.`{RUN_KEY_TAG}` = '{key}'",
-                                   max_results=5)
-        if len(found) > 1:
-            raise TrackingError(f"experiment {exp.name!r} holds {len(found)} MLflow runs of {run_dir} "
-                                f"({', '.join(r.info.run_id for r in found)}); delete the extra ones")
-        result = Logged(run_dir, "", exp.experiment_id, exp.name, redact(uri), created=not found)
-        if found:
-            run = found[0]
-            old_params, old_metrics = run.data.params, run.data.metrics
-            result.kept_params = {k: (old_params[k], v) for k, v in params.items()
-                                  if k in old_params and old_params[k] != v}
-            params = {k: v for k, v in params.items() if k not in old_params}
-            result.stale_metrics = sorted(k for k in old_metrics if k not in values)
-            values = {k: v for k, v in values.items() if old_metrics.get(k) != v}
-        else:
-            run = client.create_run(exp.experiment_id, start_time=_ms(manifest.get("created")),
-                                    run_name=run_dir.resolve().name, tags={RUN_KEY_TAG: key})
-        result.run_id = run_id = run.info.run_id
-        now = int(time.time() * 1000)
-        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in values.items()],
-                         params=[Param(k, v) for k, v in params.items()],
-                         tags=[RunTag(k, v) for k, v in tags.items()])
-        result.metrics_logged = len(values)
-        for name in (REPORT, METRICS, MANIFEST, POLICY_FILE):
-            if (run_dir / name).exists():
-                client.log_artifact(run_id, str(run_dir / name))
-        client.set_terminated(run_id, _STATUS.get(manifest.get("status"), "FINISHED"),
-                              end_time=_ms(manifest.get("updated")))
+        with _one_logger(key, uri):
+            return _log_locked(client, exp, key, run_dir, manifest, params, tags, values, uri, Metric, Param, RunTag)
     except MlflowException as e:
         raise TrackingError(f"MLflow ({redact(uri)}): {_short(e)}") from None
+
+
+@contextmanager
+def _one_logger(key: str, uri: str, wait_s: float = 300.0):
+    """One `log` of a run directory into one store at a time on this machine (two at once would both find
+    no MLflow run and create two): an exclusive lock on a file named after the run key and the store,
+    in the temporary folder (the run directory may be read-only). Logs from two machines are caught
+    after the fact by `_log_locked`'s check."""
+    import fcntl
+    import tempfile
+
+    name = hashlib.sha256(f"{key} {uri}".encode()).hexdigest()[:24]
+    path = Path(tempfile.gettempdir()) / f"verifybench-log-{name}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        yield  # no lock to be had here: the check after creating the run still holds
+        return
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TrackingError(f"another `verifybench log` of this run directory has held {path} for "
+                                        f"{wait_s:.0f} s; try again when it is done") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _runs_of(client, exp, key: str) -> list:
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{RUN_KEY_TAG}` = '{key}'", max_results=5)
+    return sorted(runs, key=lambda r: (r.info.start_time or 0, r.info.run_id))
+
+
+def _log_locked(client, exp, key, run_dir, manifest, params, tags, values, uri, Metric, Param, RunTag) -> Logged:
+    found = _runs_of(client, exp, key)
+    if len(found) > 1:
+        raise TrackingError(f"experiment {exp.name!r} holds {len(found)} MLflow runs of {run_dir} "
+                            f"({', '.join(r.info.run_id for r in found)}); delete the extra ones")
+    result = Logged(run_dir, "", exp.experiment_id, exp.name, redact(uri), created=not found)
+    if found:
+        run = found[0]
+        old_params, old_metrics = run.data.params, run.data.metrics
+        result.kept_params = {k: (old_params[k], v) for k, v in params.items()
+                              if k in old_params and old_params[k] != v}
+        params = {k: v for k, v in params.items() if k not in old_params}
+        result.stale_metrics = sorted(k for k in old_metrics if k not in values)
+        values = {k: v for k, v in values.items() if old_metrics.get(k) != v}
+    else:
+        run = client.create_run(exp.experiment_id, start_time=_ms(manifest.get("created")),
+                                run_name=run_dir.resolve().name, tags={RUN_KEY_TAG: key})
+        # A log from another machine may have created one at the same moment: the earliest stays, and
+        # a later one deletes its own, so the run directory is never left with two.
+        same = _runs_of(client, exp, key)
+        if len(same) > 1 and same[0].info.run_id != run.info.run_id:
+            client.delete_run(run.info.run_id)
+            run, result.created = same[0], False
+    result.run_id = run_id = run.info.run_id
+    now = int(time.time() * 1000)
+    client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in values.items()],
+                     params=[Param(k, v) for k, v in params.items()],
+                     tags=[RunTag(k, v) for k, v in tags.items()])
+    result.metrics_logged = len(values)
+    for name in (REPORT, METRICS, MANIFEST, POLICY_FILE):
+        if (run_dir / name).exists():
+            client.log_artifact(run_id, str(run_dir / name))
+    client.set_terminated(run_id, _STATUS.get(manifest.get("status"), "FINISHED"),
+                          end_time=_ms(manifest.get("updated")))
     return result
 
 

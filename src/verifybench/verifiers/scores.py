@@ -36,6 +36,8 @@ from verifybench.verifiers.base import Verifier
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 EXAMPLES = 5
+# A logged cost per case above this is a unit or column mix-up, not a cost (and sums of such values overflow).
+MAX_COST_USD = 1e6
 
 
 class ScoresOptions(BaseModel):
@@ -194,6 +196,22 @@ class Predictions:
                 out[i] = x
         return out
 
+    def check_logged(self, latency: str | None, cost: str | None) -> None:
+        """A logged latency that is negative or infinite, or a cost that is negative, infinite or past
+        `MAX_COST_USD` (a sum of such costs overflows, and the cost per 1k silently becomes nothing), is
+        a bad value: that case gets an error verdict naming the file and line."""
+        for column, what in ((latency, "latency"), (cost, "cost")):
+            if not column:
+                continue
+            v = self.values[column]
+            given = ~np.isnan(v)
+            with np.errstate(invalid="ignore"):
+                wrong = given & (~np.isfinite(v) | (v < 0) | ((v > MAX_COST_USD) if what == "cost" else False))
+            for row in np.flatnonzero(wrong).tolist():
+                expected = ("a latency in milliseconds (0 or more)" if what == "latency"
+                            else f"a cost in USD per case (0 to {MAX_COST_USD:g})")
+                self.bad.setdefault(row, f"{self.where(row)}: column {column!r}: {v[row]:g} is not {expected}")
+
     def _duplicates(self) -> None:
         import pandas as pd
 
@@ -277,6 +295,8 @@ class ScoresVerifier(Verifier):
         # What the metrics read from the manifest: a 0/1 decision has one operating point, not a curve.
         self.binary = o.binary
         self.probabilistic = o.probabilistic
+        # Logged latencies are each case's own: no share of the batch for a case without one, no warm-up.
+        self.latency_logged = o.latency_column is not None
         self._sha = None
         if o.field is not None:
             if o.field.split(".")[0] not in CASE_FIELDS:
@@ -306,7 +326,12 @@ class ScoresVerifier(Verifier):
     def table(self) -> Predictions:
         o = self.options
         extra = [c for c in (o.latency_column, o.cost_column) if c]
-        return self._build_once("_table", lambda: Predictions(self._path, self._fmt, o.key, o.column, extra))
+
+        def read() -> Predictions:
+            t = Predictions(self._path, self._fmt, o.key, o.column, extra)
+            t.check_logged(o.latency_column, o.cost_column)
+            return t
+        return self._build_once("_table", read)
 
     # -- scoring ------------------------------------------------------------------------------------
     def convert(self, value: float, where: str) -> float:
@@ -369,6 +394,8 @@ class ScoresVerifier(Verifier):
                 logged = float(t.values[column][row])
                 if not math.isnan(logged):
                     setattr(verdict, attr, logged)
+                    if attr == "latency_ms":
+                        verdict.latency_kind = "case"
         return verdict
 
     # -- after the run ------------------------------------------------------------------------------

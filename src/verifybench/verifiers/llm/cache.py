@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 from pathlib import Path
 from typing import Any
 
+from verifybench.safeio import write_text_atomic
 from verifybench.verifiers.llm.providers import Completion
 
 
@@ -48,6 +47,6 @@ class CompletionCache:
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(completion.to_dict(), ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        # A temporary name of this writer's own (pid, thread, random: a cache on a shared disk has writers on
+        # several hosts), then a rename: a reader sees a whole entry or none.
+        write_text_atomic(path, json.dumps(completion.to_dict(), ensure_ascii=False))

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from verifybench.verifiers.llm.cache import CompletionCache, request_key
 from verifybench.verifiers.llm.errors import MalformedReply, ProviderError, ReplayMiss, Retryable
-from verifybench.verifiers.llm.providers import Backend, Completion
+from verifybench.verifiers.llm.providers import Backend, Completion, TokenLogprob
 from verifybench.verifiers.llm.replies import json_object
 from verifybench.verifiers.llm.retry import RetryPolicy
 from verifybench.verifiers.llm.scrub import describe, scrub
@@ -36,6 +36,18 @@ REPLAY_ENV = "VERIFYBENCH_REPLAY_ONLY"
 
 def replay_only_from_env() -> bool:
     return os.environ.get(REPLAY_ENV, "") not in ("", "0")
+
+
+def scrubbed(completion: Completion) -> Completion:
+    """`completion` with its text (and its tokens) scrubbed of credentials (scrub.py)."""
+    text = scrub(completion.text)
+    lps = completion.logprobs
+    if lps and any(scrub(t.token) != t.token for t in lps):
+        lps = [TokenLogprob(scrub(t.token), t.logprob, t.top) for t in lps]
+    if text == completion.text and lps is completion.logprobs:
+        return completion
+    return Completion(text=text, logprobs=lps, input_tokens=completion.input_tokens,
+                      output_tokens=completion.output_tokens)
 
 
 class LLMClient:
@@ -106,10 +118,14 @@ class LLMClient:
             completion = self.cache.get(key)
             if completion is not None:
                 spent.cache_hits += 1
+                completion = scrubbed(completion)  # an entry recorded before replies were scrubbed
             else:
                 if self.replay_only:
                     raise ReplayMiss(f"replay-only: no cached completion for request {key[:16]}")
                 completion = self.retry.call(lambda: self._attempt(messages, params), spent, self.sleep)
+                # A reply is text a server chose: scrubbed before it is cached, parsed or returned, so a key
+                # echoed in a 200 reaches no verdict, report or committed cache.
+                completion = scrubbed(completion)
                 self.cache.put(key, completion)
             spent.input_tokens += completion.input_tokens
             spent.output_tokens += completion.output_tokens
