@@ -16,8 +16,8 @@ LAYERS: list[set[str]] = [
     # the core types and errors
     {"cases", "errors"},
     # leaf helpers any layer may use (locate: text offsets; tables: cases and verdicts as columns;
-    # provenance: the git state of the code that made a run)
-    {"locate", "tables", "provenance"},
+    # provenance: the git state of the code that made a run; identity: the cases' content hash; fieldpath: how a field is named)
+    {"locate", "tables", "provenance", "identity", "fieldpath"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
     {"loaders", "verifiers", "rundir", "metrics"},
     # built on one or two of them

@@ -20,7 +20,7 @@ from verifybench.loaders.fields import FieldSpec
 from verifybench.metrics import Settings, compute_metrics, evaluate, frame
 from verifybench.metrics.settings import GATE_MIN_CASES
 from verifybench.metrics.summary import OVERALL, meta_fields, shortcuts
-from verifybench.policy import load_policy, policy_from_metrics, save_policy
+from verifybench.policy import load_policy, null_reasons, policy_from_metrics, save_policy
 from verifybench.results import Run
 from verifybench.runcheck import require_complete, require_one_verdict_each
 from verifybench.rundir import (
@@ -167,6 +167,7 @@ def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settin
     s.binary = {v["id"] for v in manifest["verifiers"] if v.get("binary")}
     if (run_dir / POLICY).exists() and "policy" not in overrides:
         s.by, s.policy = load_policy(run_dir / POLICY)
+        s.policy_reasons = null_reasons(run_dir / POLICY)
     return s
 
 
@@ -276,7 +277,7 @@ def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[st
     return out
 
 
-def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", min_per_class: int | None = None,
+def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = None, min_per_class: int | None = None,
                out: str | Path | None = None) -> dict[str, Any]:
     """Fit a threshold per verifier and slice on the calibration split; report the test split.
 
@@ -287,15 +288,17 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
     Args:
         run_dir: a finished run.
         by: the slice field (doc_type, dataset, split, or meta.<key>).
-        target: "f1", "fbeta=B", "balanced_accuracy", "youden", "precision=P" or "recall=R".
+        target: "balanced_accuracy", "youden", "f1", "fbeta=B", "f1_min_specificity=S", "precision=P" or
+            "recall=R"; default: the suite's `metrics.target`, else balanced_accuracy (a threshold that has
+            to separate the classes; max F1 is `"f1"`).
         min_per_class: fewer calibration cases of either class than this: the slice falls back to the
             whole set's threshold.
         out: write the policy as YAML here.
     """
     from verifybench.metrics.thresholds import parse_target
 
-    manifest, metrics, _, _ = metrics_for(run_dir, by=by, target=parse_target(target), min_per_class=min_per_class,
-                                          policy=None)
+    manifest, metrics, _, _ = metrics_for(run_dir, by=by, target=parse_target(target) if target is not None else None,
+                                          min_per_class=min_per_class, policy=None)
     policy = policy_from_metrics(metrics, manifest)
     if out is not None:
         save_policy(policy, out)
@@ -335,12 +338,15 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         return results
 
     mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
-    if ma["dataset"]["hash"] != mb["dataset"]["hash"]:
-        raise VerifybenchError(
-            f"the runs scored different data (dataset {ma['dataset']['hash'][:12]} vs {mb['dataset']['hash'][:12]}); "
-            "a paired comparison needs the same cases")
     from verifybench.gate import cases_hash
+    from verifybench.identity import same_cases
 
+    same = same_cases(ma["dataset"], mb["dataset"])  # the cases' content (verifybench.identity), else the files
+    if same is False or (same is None and ma["dataset"]["hash"] != mb["dataset"]["hash"]):
+        key = "content_hash" if same is not None else "hash"
+        raise VerifybenchError(
+            f"the runs scored different data ({'content' if same is not None else 'dataset'} "
+            f"{ma['dataset'][key][:12]} vs {mb['dataset'][key][:12]}); a paired comparison needs the same cases")
     if cases_hash(cases_a) != cases_hash(cases_b):
         raise VerifybenchError("the runs scored different selections of the same data (limit or sample?); "
                                "a paired comparison needs the same cases")
@@ -376,16 +382,35 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     if policy is not None:
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
+        overrides["policy_reasons"] = null_reasons(policy)
     s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
     manifest, cases, verdicts = _read_run(run_dir, s)
     require_complete(run_dir, manifest, cases, verdicts, "a baseline")
     f = _scored_frame(cases, verdicts, s)
     del verdicts
     doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+    doc["notes"] = baseline_notes(doc, s.policy if policy is not None else None, str(s.target))
     path = Path(out) if out else Path("metrics") / f"{manifest['suite']['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
     return path
+
+
+def baseline_notes(doc: dict[str, Any], policy: dict[str, dict[str, float | None]] | None, target: str) -> list[str]:
+    """What a baseline must say out loud: each verifier x slice it holds no threshold for (not gated at a
+    threshold; AUROC and AUPRC still are), and, when recorded with a policy, each verifier the policy
+    does not name (its thresholds were fitted on the run)."""
+    notes = []
+    for vid, v in doc["verifiers"].items():
+        if policy is not None and vid not in policy:
+            notes.append(f"{vid}: not in the policy: its thresholds were fitted on this run ({target})")
+        for key, row in v["slices"].items():
+            if row["threshold"] is None:
+                why = row.get("threshold_warning") or "none fitted"
+                notes.append(why if why.startswith("NOT GATED") else
+                             f"{vid} / {key}: NOT GATED AT A THRESHOLD (no threshold: {why}); only its AUROC and "
+                             "AUPRC are gated")
+    return notes
 
 
 def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | None = None,
@@ -405,8 +430,8 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     try:
         base = g.load_baseline(baseline_path)
         suite_name = str(base.get("suite") or suite_name)
-        held = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
-                for vid, v in base["verifiers"].items()}
+        # Every baseline entry is held, a missing threshold too (None: not gated at a threshold on either side).
+        held = {vid: {k: r["threshold"] for k, r in v["slices"].items()} for vid, v in base["verifiers"].items()}
         s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base["by"])
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings

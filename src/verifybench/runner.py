@@ -39,6 +39,7 @@ from verifybench.cases import Case
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
+from verifybench.identity import ContentHash
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.loaders.fields import LabelLog, recording_labels
 from verifybench.metrics.settings import GATE_MIN_CASES
@@ -122,6 +123,12 @@ def describe(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
     counts["suite"] = suite.name
     counts["loader"] = suite.dataset.loader
     counts["label_values"] = log.rows()
+    # Text label values no list names (a label column without `hallucinated:`/`faithful:` lists).
+    unknown = Counter(e.label_value for e in errors  # type: ignore[attr-defined]
+                      if isinstance(getattr(e, "label_value", None), str) and not getattr(e, "label_lists_given", True))
+    if unknown:
+        counts["unknown_labels"] = {"field": next(e.field for e in errors if hasattr(e, "label_value")),
+                                    "values": dict(unknown.most_common(20)), "records": sum(unknown.values())}
     counts["slices"] = slice_needs(rows, suite.metrics, min_cases)
     return counts
 
@@ -302,6 +309,7 @@ class Runner:
         if self.resume:
             self._reset_input_errors()
         counter = _CaseCounter()
+        content = ContentHash()  # the cases' identity for gate and compare (verifybench.identity)
         skipped = 0
         try:
             with self.executor:
@@ -320,8 +328,11 @@ class Runner:
                         nonlocal skipped
                         load_errors: list[RecordError] = []
                         for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
+                            if not counter.n:
+                                check_first_batch(self.verifiers, batch)  # a suite error, not a verdict per case
                             index.write(case_index_row(c) for c in batch)
                             counter.add(batch)
+                            content.add(batch)
                             if load_errors:
                                 skipped += len(load_errors)
                                 errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
@@ -346,7 +357,7 @@ class Runner:
             manifest["error"] = f"{type(e).__name__}: {e}"
             write_json(self.run_dir / MANIFEST, manifest)
             raise
-        counts = {**counter.counts(), "skipped_records": skipped}
+        counts = {**counter.counts(), "skipped_records": skipped, "content_hash": content.hexdigest()}
         write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, SCORED))
         return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts, list(self.notes))
 
@@ -378,6 +389,16 @@ class Runner:
             failed += len(bad)
             bar.advance(s.verifier, len(s.verdicts), s.seconds)
         return new, failed
+
+
+def check_first_batch(verifiers: list[Verifier], batch: list[Case]) -> None:
+    """Before the first batch is scored: each verifier that can tell a misconfiguration from the cases
+    themselves (`check_cases`, e.g. a `scores` field no case has) raises a `SuiteError` now, instead of
+    giving every case of the run an error verdict."""
+    for v in verifiers:
+        check = getattr(v, "check_cases", None)
+        if callable(check):
+            check(batch)
 
 
 class _CaseCounter:
