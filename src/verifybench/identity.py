@@ -15,7 +15,8 @@ type, split, claims, gold spans and meta), in id order. So
   what a gate is for, never a refusal.
 
 Meta values compare by what they mean, since a CSV cell is a string and the same column read by pandas
-is a number: 1, 1.0, "1" and "1.0" are one value, and an empty cell is a missing one (None).
+is a number: 1, 1.0, "1" and "1.0" are one value (numbers to 15 significant digits), and an empty cell
+is a missing one (None).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def _canon(value: Any) -> Any:
         f = float(value)
         if math.isnan(f):
             return None
-        return int(f) if f.is_integer() and abs(f) < 2 ** 53 else f
+        # 15 significant digits: a CSV cell parsed by Python and by pandas may differ in the last bit.
+        return int(f) if f.is_integer() and abs(f) < 2 ** 53 else float(f"{f:.15g}")
     if isinstance(value, str):
         s = value.strip()
         if not s:
