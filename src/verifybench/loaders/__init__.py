@@ -163,12 +163,13 @@ class BadRecords(DataError):
     MAX_LISTED = 20  # lines in the message
     MAX_KEPT = 1000  # in `errors` (and so in the run's errors.jsonl)
 
-    def __init__(self, errors: list[RecordError], total: int):
+    def __init__(self, errors: list[RecordError], total: int, good: int | None = None):
         self.errors = errors
         self.total = total
         labels = unknown_label_values(errors)
-        if labels is not None and len(errors) == total:
-            # Every bad record is a label value no list names: the lists are missing, not the records bad.
+        if labels is not None and len(errors) == total and good == 0:
+            # No record read, every one for a text label no list names: the lists are missing, not the
+            # records bad (on_error: skip would skip them all).
             values = ", ".join(f"{v!r} ({n})" for v, n in labels.most_common(10))
             field = errors[0].field
             super().__init__(f"{total} record(s) have a label no list names, in the label column {field!r}: {values}. "
@@ -258,7 +259,7 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
         if not n_bad:
             yield item
     if n_bad:
-        raise BadRecords(bad, n_bad)
+        raise BadRecords(bad, n_bad, good=count)
 
 
 def dataset_hash(spec: DatasetSpec) -> str:

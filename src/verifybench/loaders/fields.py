@@ -345,8 +345,7 @@ def unknown_label(loc: Any, spec: FieldSpec, raw: Any, message: str) -> RecordEr
     if spec._listed or not isinstance(raw, str):
         err = RecordError(loc, message, spec.label)
     else:
-        err = RecordError(loc, f"label value {raw!r} is not a known label: this text label column needs its values "
-                               f"listed; {LISTS_HINT}", spec.label)
+        err = RecordError(loc, f"{message}: this text label column needs its values listed; {LISTS_HINT}", spec.label)
     err.label_value = raw  # type: ignore[attr-defined]
     err.label_lists_given = spec._listed  # type: ignore[attr-defined]
     return err
