@@ -297,6 +297,7 @@ def test_a_text_label_column_without_lists_names_the_missing_lists(tmp):
     assert counts["total"] == N and "unknown_labels" not in counts
 
 
+@pytest.mark.slow  # five more runs
 def test_runs_over_the_same_cases_compare_whatever_suite_or_way_in(tmp, base, data):
     baseline = api.baseline(base.run_dir, out=tmp / "identity.json")
     # A run from Python over the same CSV, read by pandas (numbers as numbers, not strings).
