@@ -11,13 +11,13 @@ def _policy(**thresholds):
     return {"format": 1, "suite": "s", "by": "doc_type", "thresholds": thresholds}
 
 
-def test_a_saved_policy_loads_back_with_its_slices_and_without_missing_thresholds(tmp_path):
+def test_a_saved_policy_loads_back_with_its_slices_and_its_null_entries(tmp_path):
     path = save_policy(_policy(rouge={"all": {"threshold": 0.42, "source": "fitted"},
                                       "billing": {"threshold": 0.5}, "legal": {"threshold": None}},
                                bleu={"all": 0.7}), tmp_path / "sub" / "policy.yaml")
     by, mapping = load_policy(path)
     assert by == "doc_type"
-    assert mapping == {"rouge": {"all": 0.42, "billing": 0.5}, "bleu": {"all": 0.7}}
+    assert mapping == {"rouge": {"all": 0.42, "billing": 0.5, "legal": None}, "bleu": {"all": 0.7}}  # null: not gated
 
 
 @pytest.mark.parametrize("text,message", [

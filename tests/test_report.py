@@ -61,7 +61,8 @@ def test_report_labels_thresholds_slices_and_latency(tmp_path, root):
     data = write(tmp_path / "cases.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
     suite = parse_suite({"name": "labels", "dataset": {"loader": "jsonl", "path": str(data),
                                                       "fields": {"doc_type": "doc_type", "split": "split"}},
-                         "verifiers": ["rouge", {"helpers.verifiers:BatchFails": {"id": "batchy"}}]}, tmp_path)
+                         "verifiers": ["rouge", {"helpers.verifiers:BatchFails": {"id": "batchy"}}],
+                         "metrics": {"target": "f1"}}, tmp_path)  # max F1: rouge's threshold is degenerate
     api.run(suite, out=tmp_path / "run", progress=False)
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())
     html = (tmp_path / "run/report.html").read_text()

@@ -98,7 +98,8 @@ def test_flagged_units_render_in_their_own_colour_with_score_and_evidence(page, 
     assert first.get_attribute("title").startswith("unit ") and "score" in first.get_attribute("title")
     n = int(first.get_attribute("data-units").split(",")[0])
     unit = row.locator(f'li.unit[data-unit="{n}"]')
-    assert "flagged" in unit.get_attribute("class") and float(unit.inner_text().split("(score ")[1][:5]) >= threshold
+    assert "flagged" in unit.get_attribute("class")
+    assert float(unit.inner_text().split("(hallucination score ")[1][:5]) >= threshold
     assert XSS[:30] in unit.locator(".evidence").inner_text()  # the evidence quotes the source, as text
     gold_bg = first.evaluate("e => getComputedStyle(e).borderBottomColor")
     plain = section.locator("td.response mark.seg.gold:not(.flag)")

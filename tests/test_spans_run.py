@@ -79,7 +79,7 @@ def test_span_metrics_match_a_reference_at_the_fitted_unit_threshold(run, at):
     cases, verdicts, metrics = _run_files(run)
     entry = metrics["verifiers"]["novelty"]["spans"]
     t = entry["unit_threshold"]
-    assert t["value"] is not None and t["source"].startswith("fitted") and t["target"] == "max F1"
+    assert t["value"] is not None and t["source"].startswith("fitted") and t["target"] == "max balanced accuracy"
     threshold = t["value"] if at == "fitted" else -np.inf
     measured = entry["test"] if at == "fitted" else entry["flag_all_units"]
     roles = split_roles([c.get("split") for c in cases], seed=0, test_fraction=0.5,

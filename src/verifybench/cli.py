@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -20,8 +20,23 @@ from verifybench.metrics.settings import GATE_MIN_CASES
 DEFAULT_SUITE = Path("evals/demo.yaml")  # what `verifybench run` and `describe` read with no suite named
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Measure hallucination verifiers.")
-console = Console()
-err = Console(stderr=True)
+PIPE_WIDTH = 4000  # columns when the output is not a terminal: tables as wide as their cells
+
+
+class _Console(Console):
+    """A console that prints full table cells when its output is not a terminal (a CI log, a pipe, a
+    file): rich would otherwise take 80 columns and cut cells to "verifi…"."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(PIPE_WIDTH, dims.height)
+        return dims
+
+
+console = _Console()
+err = _Console(stderr=True)
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="where ${VERIFYBENCH_DATA} points")]
 
@@ -136,9 +151,10 @@ def _ms(x: float | None) -> str:
 
 
 def _print_summary(run: api.Run) -> None:
-    """Per verifier, as promptfoo and inspect end a run: AUROC with its interval, the threshold and where it
-    came from, the test split's precision / recall / F1 at it, latency, errors. Data values (ids, sources)
-    are shown as text, never read as markup."""
+    """Per verifier, as promptfoo and inspect end a run: AUROC with its interval (over all scored cases),
+    the threshold and where it came from, the test split's precision / recall / F1 at it, latency,
+    errors. Each number's column names its split. Data values (ids, sources) are shown as text, never
+    read as markup."""
     from verifybench.runs.run import summary_rows
 
     try:
@@ -146,11 +162,13 @@ def _print_summary(run: api.Run) -> None:
     except VerifybenchError as e:
         _note(f"no summary: {e}")
         return
-    table = Table(title="verifiers: AUROC over all cases; precision / recall / F1 on the test split at the threshold")
+    n_test = max((r["test_cases"] or 0 for r in rows), default=0)
+    table = Table(title="verifiers: AUROC over all scored cases; precision / recall / F1 on the test split "
+                        f"({n_test} cases) at the threshold")
     table.add_column("verifier")
-    table.add_column("AUROC [95% CI]", no_wrap=True)
+    table.add_column("AUROC, all cases [95% CI]", no_wrap=True)
     table.add_column("threshold (source)")
-    for head in ("test P / R / F1", "p50 / p95 ms", "errors"):
+    for head in ("P / R / F1, test split", "p50 / p95 ms", "errors"):
         table.add_column(head, no_wrap=True, justify="right")
     notes: list[str] = []
     for r in rows:
@@ -168,14 +186,17 @@ def _print_summary(run: api.Run) -> None:
             threshold += " DEGENERATE"
             notes.append(f"{vid}: the threshold {r['threshold_degenerate']}: its precision, recall and F1 restate "
                          "the class balance")
+        elif r.get("threshold_near_degenerate"):
+            threshold += " NEAR-DEGENERATE"
+            notes.append(f"{vid}: the threshold {r['threshold_near_degenerate']}: it barely separates the classes, so "
+                         "its precision and F1 mostly restate the class balance")
         latency = " / ".join(_ms(r[k]) for k in ("p50_ms", "p95_ms"))
         if r["latency_basis"] not in (None, "case"):
             latency += " *"
             notes.append(f"{vid}: latency basis {r['latency_basis']} (not each case's own time)")
         errors = str(r["errors"] or 0) + (f" of {r['cases']}" if r["errors"] else "")
         table.add_row(Text(vid), auroc, Text(threshold), prf, latency, errors)
-    out = console if console.is_terminal else Console(width=max(console.width, 120))  # a CI log is not 80 wide
-    out.print(table)
+    console.print(table)
     for n in notes:
         console.print(Text(f"* {n}"), highlight=False, soft_wrap=True)
 
@@ -211,9 +232,21 @@ def describe(
                                 f": {counts['total']} cases, {counts['skipped_records']} records skipped"))
     for example in counts.get("skipped_examples", []):
         console.print(Text(f"  bad record: {example}"), soft_wrap=True)
-    if counts["skipped_records"] and counts.get("on_error") == "raise":
+    unknown = counts.get("unknown_labels")
+    if unknown:
+        from verifybench.loaders.fields import LISTS_HINT
+
+        values = ", ".join(f"{v!r} ({n})" for v, n in unknown["values"].items())
+        console.print(Text(f"  {unknown['records']} record(s) have a text label no list names, in the label column "
+                           f"{unknown['field']!r}: {values}. {LISTS_HINT[0].upper()}{LISTS_HINT[1:]}."), soft_wrap=True)
+    elif counts["skipped_records"] and counts.get("on_error") == "raise":
         console.print(Text("  `verifybench run` stops at these (on_error: raise); set on_error: skip in the suite's "
                            "dataset block to skip them"), soft_wrap=True)
+    if not counts["total"]:
+        console.print(Text("No case could be read, so there is nothing to count by doc type, label or split"
+                           + (": fix the label lists above." if unknown else ": fix the records above.")),
+                      soft_wrap=True)
+        return
     for key in ("by_doc_type", "by_label", "by_split"):
         table = Table(key.removeprefix("by_").replace("_", " "), "cases")
         for name, n in sorted(counts[key].items(), key=lambda kv: str(kv[0])):
@@ -264,9 +297,12 @@ def _f(x, d: int = 3) -> str:
 def thresholds(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     by: Annotated[str, typer.Option("--by", help="slice field: doc_type, dataset, split or meta.<key>")] = "doc_type",
-    target: Annotated[str, typer.Option(
-        "--target", help="f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R")] = "f1",
-    min_per_class: Annotated[int | None, typer.Option("--min-per-class", help="default 30")] = None,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="balanced_accuracy (default: the suite's metrics.target, else this), youden, f1, fbeta=B, "
+                         "f1_min_specificity=S, precision=P or recall=R")] = None,
+    min_per_class: Annotated[int | None, typer.Option(
+        "--min-per-class", help="calibration cases of each class a slice needs for its own threshold (default "
+                                "30; lower: a noisier threshold, see its interval)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="write the policy YAML here")] = None,
 ) -> None:
     """Fit a threshold per verifier and slice on the calibration split; show the test-split result."""
@@ -274,28 +310,34 @@ def thresholds(
         policy = api.thresholds(run_dir, by=by, target=target, min_per_class=min_per_class, out=out)
     except VerifybenchError as e:
         _fail(e)
-    table = Table("verifier", by, "threshold", "calib. F1 (tuned)", "test precision", "test recall", "test F1",
-                  "flag-all F1", title=f"thresholds for {policy['target']}, fitted on the calibration split")
+    table = Table("verifier", by, "threshold", "95% interval", "calib. F1 (tuned)", "test precision", "test recall",
+                  "test F1", "flag-all F1 (test)",
+                  title=f"thresholds for {policy['target']}, fitted on the calibration split; precision, recall and "
+                        "F1 on the test split")
     warnings = []
     for vid, rows in policy["thresholds"].items():
         for key, row in rows.items():
             flag_all = _f((row.get("flag_all (test split)") or {}).get("f1"))
             if row["threshold"] is None:
-                table.add_row(vid, key, "none *", "", "", "", "", flag_all)
+                table.add_row(vid, key, "none *", "", "", "", "", "", flag_all)
                 warnings.append(f"{vid} / {key}: {row['warning']}")
                 continue
             mark, why = "", []
             if row.get("fallback_from"):
                 mark += f" (fallback: {row['fallback_from']})"
-                why.append(f"uses the {row['fallback_from']!r} threshold ({row['warning']})")
+                why.append(row["warning"])
             if row.get("degenerate"):
                 mark += " DEGENERATE"
                 why.append(f"the threshold {row['degenerate']}")
+            elif row.get("near_degenerate"):
+                mark += " NEAR-DEGENERATE"
+                why.append(f"the threshold {row['near_degenerate']}")
             if why:
                 warnings.append(f"{vid} / {key}: " + "; ".join(why))
             cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
-            table.add_row(vid, key, f"{row['threshold']:.4f}{mark}", _f(cal.get("f1")),
-                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
+            iv = row.get("interval95")
+            table.add_row(vid, key, f"{row['threshold']:.4f}{mark}", f"[{iv[0]:.4f}, {iv[1]:.4f}]" if iv else "-",
+                          _f(cal.get("f1")), *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
     console.print(table)
     for w in warnings:
         console.print(f"* {w}", highlight=False)
@@ -329,12 +371,13 @@ def compare(
     if as_json:
         print(json.dumps(results))
         return
-    table = Table("A", "B", "metric", "A", "B", "A - B", "95% CI", "p", "cases",
+    table = Table("A", "B", "metric", "split", "A", "B", "A - B", "95% CI", "p", "cases",
                   title="paired comparison on the test split; error verdicts count as wrong")
     notes = []
     for r in results:
         for metric, d in (r.get("metrics") or {}).items():
-            table.add_row(r["a"], r["b"], metric, *_diff(d), f"{r['cases']} ({r['errors_a']}/{r['errors_b']} errors)")
+            table.add_row(r["a"], r["b"], metric, "test", *_diff(d),
+                          f"{r['cases']} ({r['errors_a']}/{r['errors_b']} errors)")
         m = r.get("mcnemar")
         t = r.get("thresholds") or [None, None]
         deg = [f"{side}'s flags every calibration case (DEGENERATE: its F1 only restates the class balance)"
@@ -357,9 +400,12 @@ def baseline(
 ) -> None:
     """Record a run's metrics and per-case test scores as the baseline a gate compares against."""
     try:
-        print(api.baseline(run_dir, out=out, policy=policy))
+        path = api.baseline(run_dir, out=out, policy=policy)
     except VerifybenchError as e:
         _fail(e)
+    for n in json.loads(path.read_text(encoding="utf-8")).get("notes") or []:
+        _note(n)
+    print(path)
 
 
 @app.command()
@@ -385,16 +431,16 @@ def gate(
                           allow_batch_latency=allow_batch_latency)
     except VerifybenchError as e:
         _fail(e)
-    from verifybench.gating.gate import refit_text, status_text
+    from verifybench.gating.gate import refit_text, split_of, status_text
 
     cases = max((c.cases for c in result.checks), default=0)
-    table = Table("verifier", "slice", "metric", "baseline", "now", "drop", "95% CI of drop", "allowed", "result",
-                  "refit (now @ thr.)",
+    table = Table("verifier", "slice", "metric", "split", "baseline", "now", "drop", "95% CI of drop", "allowed",
+                  "result", "refit (now @ thr.)",
                   title=f"gate: the same test-split cases on both sides ({cases} for the whole set; errors count as wrong); "
                         "thresholds held at the baseline's")
     for c in result.checks:
         shown = status_text(c)
-        table.add_row(c.verifier, c.slice, c.metric, _f(c.baseline), _f(c.current), _f(c.drop),
+        table.add_row(c.verifier, c.slice, c.metric, split_of(c), _f(c.baseline), _f(c.current), _f(c.drop),
                       f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-", f"{c.allowed:g}",
                       f"[red]{shown}[/]" if c.status in ("fail",) or c in result.refused else shown, refit_text(c))
     console.print(table)

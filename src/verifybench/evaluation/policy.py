@@ -48,8 +48,13 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
                 row["native"] = native_threshold(config, t["value"])
             if t.get("fallback_from"):
                 row["fallback_from"] = t["fallback_from"]
+            if t.get("interval"):
+                row["interval95"] = [t["interval"]["low"], t["interval"]["high"]]
             if t.get("degenerate"):
                 row["degenerate"] = f"{t['degenerate']}: no better than flagging everything (or nothing)"
+            if t.get("near_degenerate"):
+                row["near_degenerate"] = (f"{t['near_degenerate']}: it barely separates the classes, so its "
+                                          "precision and F1 mostly restate the class balance")
             if t.get("warning"):
                 row["warning"] = t["warning"]
             if t["value"] is not None:
@@ -145,8 +150,20 @@ def save_policy(policy: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
-def load_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float]]]:
-    """(slice field, verifier -> slice -> threshold) from a policy file; slices without one are left out."""
+def load_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | None]]]:
+    """(slice field, verifier -> slice -> threshold) from a policy file. A slice whose entry is null (the
+    fit found no threshold, e.g. "no threshold reaches precision >= 0.9") stays in, as None: one rule for
+    every null entry, whether of a slice or of the whole set: that verifier x slice is not gated at a
+    threshold (its AUROC and AUPRC still are), and nothing is refitted in its place."""
+    return _read_policy(path)[:2]
+
+
+def null_reasons(path: str | Path) -> dict[str, dict[str, str]]:
+    """verifier -> slice -> why the policy gives no threshold there (its `warning`, or "null")."""
+    return _read_policy(path)[2]
+
+
+def _read_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | None]], dict[str, dict[str, str]]]:
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -156,15 +173,18 @@ def load_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float]]]:
         raise VerifybenchError(f"{path}: invalid YAML: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("thresholds"), dict) or "by" not in doc:
         raise VerifybenchError(f"{path}: not a verifybench policy (needs 'by' and 'thresholds')")
-    mapping: dict[str, dict[str, float]] = {}
+    mapping: dict[str, dict[str, float | None]] = {}
+    reasons: dict[str, dict[str, str]] = {}
     for vid, rows in doc["thresholds"].items():
         if not isinstance(rows, dict):
             raise VerifybenchError(f"{path}: thresholds.{vid} must map slices to entries")
         for key, row in rows.items():
             value = row.get("threshold") if isinstance(row, dict) else row
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise VerifybenchError(f"{path}: thresholds.{vid}.{key}: threshold must be a number or null, "
+                                       f"got {value!r}")
+            mapping.setdefault(str(vid), {})[str(key)] = None if value is None else float(value)
             if value is None:
-                continue
-            if not isinstance(value, (int, float)):
-                raise VerifybenchError(f"{path}: thresholds.{vid}.{key}: threshold must be a number, got {value!r}")
-            mapping.setdefault(str(vid), {})[str(key)] = float(value)
-    return str(doc["by"]), mapping
+                why = row.get("warning") if isinstance(row, dict) else None
+                reasons.setdefault(str(vid), {})[str(key)] = str(why or "null in the policy")
+    return str(doc["by"]), mapping, reasons

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from verifybench.evaluation.policy import load_policy, policy_from_metrics, save_policy
+from verifybench.evaluation.policy import load_policy, null_reasons, policy_from_metrics, save_policy
 from verifybench.metrics import Settings, compute_metrics, frame
 from verifybench.metrics.summary import meta_fields
 from verifybench.metrics.thresholds import parse_target
@@ -28,6 +28,7 @@ def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settin
     s.binary = {v["id"] for v in manifest["verifiers"] if v.get("binary")}
     if (run_dir / POLICY).exists() and "policy" not in overrides:
         s.by, s.policy = load_policy(run_dir / POLICY)
+        s.policy_reasons = null_reasons(run_dir / POLICY)
     return s
 
 
@@ -60,7 +61,7 @@ def scored_frame(cases, verdicts, s: Settings) -> pd.DataFrame:
 
 
 
-def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", min_per_class: int | None = None,
+def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = None, min_per_class: int | None = None,
                out: str | Path | None = None) -> dict[str, Any]:
     """Fit a threshold per verifier and slice on the calibration split; report the test split.
 
@@ -71,13 +72,15 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str = "f1", mi
     Args:
         run_dir: a finished run.
         by: the slice field (doc_type, dataset, split, or meta.<key>).
-        target: "f1", "fbeta=B", "balanced_accuracy", "youden", "precision=P" or "recall=R".
+        target: "balanced_accuracy", "youden", "f1", "fbeta=B", "f1_min_specificity=S", "precision=P" or
+            "recall=R"; default: the suite's `metrics.target`, else balanced_accuracy (a threshold that has
+            to separate the classes; max F1 is `"f1"`).
         min_per_class: fewer calibration cases of either class than this: the slice falls back to the
             whole set's threshold.
         out: write the policy as YAML here.
     """
-    manifest, metrics, _, _ = metrics_for(run_dir, by=by, target=parse_target(target), min_per_class=min_per_class,
-                                          policy=None)
+    manifest, metrics, _, _ = metrics_for(run_dir, by=by, target=parse_target(target) if target is not None else None,
+                                          min_per_class=min_per_class, policy=None)
     policy = policy_from_metrics(metrics, manifest, run_dir)
     if out is not None:
         save_policy(policy, out)

@@ -75,8 +75,9 @@ class RunTable:
         s, c = self.settings, self.check(vid)
         target = target or s.target
         given = (s.policy or {}).get(vid, {})
-        if OVERALL in given:
-            return {"value": float(given[OVERALL]), "kind": "given", "source": s.policy_source}
+        if OVERALL in given:  # a null entry: no threshold, none refitted (the metrics layer's rule)
+            value = given[OVERALL]
+            return {"value": None if value is None else float(value), "kind": "given", "source": s.policy_source}
         if vid in s.binary:
             return {"value": 1.0, "kind": "given", "source": "the verifier's own 0/1 decision (binary)"}
         sel = self.cal & c.ok

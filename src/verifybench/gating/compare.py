@@ -20,6 +20,7 @@ import pandas as pd
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.reading import metrics_for, scored_frame, settings_for
+from verifybench.identity import same_cases
 from verifybench.metrics.bootstrap import errors_as_wrong, mcnemar, paired_bootstrap
 from verifybench.metrics.summary import jsonable, meta_fields
 from verifybench.rundir import read_case_frame
@@ -130,10 +131,12 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         return Comparison(results)
 
     mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
-    if ma["dataset"]["hash"] != mb["dataset"]["hash"]:
+    same = same_cases(ma["dataset"], mb["dataset"])  # the cases' content (verifybench.identity), else the files
+    if same is False or (same is None and ma["dataset"]["hash"] != mb["dataset"]["hash"]):
+        key = "content_hash" if same is not None else "hash"
         raise VerifybenchError(
-            f"the runs scored different data (dataset {ma['dataset']['hash'][:12]} vs {mb['dataset']['hash'][:12]}); "
-            "a paired comparison needs the same cases")
+            f"the runs scored different data ({'content' if same is not None else 'dataset'} "
+            f"{ma['dataset'][key][:12]} vs {mb['dataset'][key][:12]}); a paired comparison needs the same cases")
     from verifybench.gating.gate import cases_hash
 
     if cases_hash(cases_a) != cases_hash(cases_b):

@@ -41,8 +41,9 @@ import numpy as np
 import pandas as pd
 
 from verifybench.errors import VerifybenchError
-from verifybench.evaluation.policy import load_policy
+from verifybench.evaluation.policy import load_policy, null_reasons
 from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.identity import same_cases
 from verifybench.metrics import compute_metrics, evaluate
 from verifybench.metrics.bootstrap import (
     ALPHA,
@@ -158,7 +159,8 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
             t, lat = sm["threshold"], sm.get("latency_ms") or {}
             rows[key] = {
                 "threshold": t["value"], "threshold_kind": t.get("kind"), "threshold_source": t["source"],
-                "threshold_degenerate": t.get("degenerate"), "fallback_from": t.get("fallback_from"),
+                "threshold_degenerate": t.get("degenerate"), "threshold_near_degenerate": t.get("near_degenerate"),
+                "fallback_from": t.get("fallback_from"),
                 "threshold_warning": t.get("warning"),
                 "test_cases": int(sel.sum()), "test_hallucinated": int(labels[sel].sum()),
                 "test_faithful": int((~labels[sel]).sum()), "test_errors": int(np.isnan(scores[sel]).sum()),
@@ -182,6 +184,7 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
         "suite_hash": manifest["suite"]["hash"],
         "suite_scope_hash": suite_scope_hash(manifest["suite"]["raw"]),
         "dataset_hash": manifest["dataset"]["hash"],
+        "content_hash": manifest["dataset"].get("content_hash"),  # what makes runs comparable (identity.py)
         "cases_hash": cases_hash(cases),
         "by": metrics["by"],
         "target": metrics["target"],
@@ -264,14 +267,38 @@ def parse_limits(items: list[str] | None, defaults: dict[str, float] | None, kno
 
 
 def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None:
+    """Refuse a comparison over other cases or another test split (see `verifybench.identity`). The suite's
+    name, file and dataset block are not compared: the cases' content after field mapping is what
+    matters, so a run from Python and a suite file's run over the same rows compare, and so do the runs
+    of a renamed suite."""
     refusals = []
     if baseline.get("format") != FORMAT:
         refusals.append(f"baseline format {baseline.get('format')} is not {FORMAT}; record it again with "
                         "`verifybench baseline RUN_DIR`")
-    elif baseline["suite"] != current["suite"] or baseline["suite_scope_hash"] != current["suite_scope_hash"]:
+        raise GateRefused("refusing to compare: " + "; ".join(refusals))
+    same = same_cases(baseline, current)
+    if same is not None:
+        if not same:
+            what = "different cases" if baseline.get("cases_hash") != current["cases_hash"] else "different data"
+            refusals.append(f"{what}: the cases' content differs (content {str(baseline['content_hash'])[:12]} in the "
+                            f"baseline, {str(current['content_hash'])[:12]} in the run): another response, source, "
+                            "label, split, doc type or meta value, or another selection of cases (limit or sample)")
+        else:
+            bs, cs = baseline.get("settings") or {}, current.get("settings") or {}
+            if set(baseline.get("test_slices") or {}) != set(current.get("test_slices") or {}):
+                drawn = {k: (bs.get(k), cs.get(k)) for k in ("seed", "test_fraction") if bs.get(k) != cs.get(k)}
+                refusals.append("another test split over the same cases" + (
+                    ": " + ", ".join(f"metrics.{k} {a} in the baseline, {b} in the run" for k, (a, b) in drawn.items())
+                    if drawn else ""))
+        if refusals:
+            raise GateRefused("refusing to compare: " + "; ".join(refusals))
+        return
+    # A baseline (or run) from before content hashes: the files' hash and the suite's scope decide.
+    if baseline["suite"] != current["suite"] or baseline["suite_scope_hash"] != current["suite_scope_hash"]:
         refusals.append(f"different suite: baseline from {baseline['suite']!r} "
                         f"(scope {baseline['suite_scope_hash'][:12]}), run from {current['suite']!r} "
-                        f"(scope {current['suite_scope_hash'][:12]}); the dataset or metrics block changed")
+                        f"(scope {current['suite_scope_hash'][:12]}); the dataset or metrics block changed (record "
+                        "the baseline again: a new baseline compares by the cases' content instead)")
     if baseline.get("dataset_hash") != current["dataset_hash"]:
         # The dataset hash covers the selection (limit, sample) too: name which kind of change it is.
         what = "different cases" if baseline.get("cases_hash") != current["cases_hash"] else "different data"
@@ -383,6 +410,10 @@ def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base:
             elif check.drop is not None and check.drop > allowed:
                 check.message = (f"drop {check.drop:.3f} is within noise: {1 - ALPHA:.0%} CI "
                                  f"[{check.ci[0]:.3f}, {check.ci[1]:.3f}] includes 0{note}")
+            if metric not in RANK_METRICS and bs.get("threshold_near_degenerate"):
+                check.message += ("; " if check.message else "") + (
+                    f"near-degenerate threshold: it {bs['threshold_near_degenerate']}, so {metric} at it mostly "
+                    "restates the class balance")
         checks.append(check)
     return checks
 
@@ -422,6 +453,11 @@ def refit_text(c: Check) -> str:
     if c.refit_threshold is None:
         return "–"
     return f"{_fmt(c.refit_value)} @ {c.refit_threshold:.4f}"
+
+
+def split_of(c: Check) -> str:
+    """Which cases a check's numbers are over: quality on the test split; latency and cost on all cases."""
+    return "test" if c.metric in QUALITY else "all"
 
 
 def status_text(c: Check) -> str:
@@ -471,12 +507,13 @@ def markdown_summary(result: GateResult, suite: str) -> str:
              f"The same test-split cases on both sides ({cases} for the whole set; error verdicts count as wrong). Thresholds "
              "are held at the baseline's, as a deployed policy would be; *refit* shows the metric now at the "
              "threshold a fit on this run would choose (not gated).", "",
-             "| verifier | slice | metric | baseline | now | drop | 95% CI of drop | allowed | result | refit |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| verifier | slice | metric | split | baseline | now | drop | 95% CI of drop | allowed | result | refit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in result.checks:
         ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "–"
         why = f": {c.message}" if c.status in ("fail", "refused", "skipped") and c.message else ""
-        lines.append(f"| {c.verifier} | {c.slice} | {c.metric} | {_fmt(c.baseline)} | {_fmt(c.current)} | {_fmt(c.drop)} "
+        lines.append(f"| {c.verifier} | {c.slice} | {c.metric} | {split_of(c)} | {_fmt(c.baseline)} | {_fmt(c.current)} "
+                     f"| {_fmt(c.drop)} "
                      f"| {ci} | {c.allowed:g} | {status_text(c)}{why} | {refit_text(c)} |")
     lines += [""] + [f"- {n}" for n in result.notes]
     return "\n".join(lines) + "\n"
@@ -513,6 +550,7 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     if policy is not None:
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
+        overrides["policy_reasons"] = null_reasons(policy)
     s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
     manifest, cases, verdicts = read_run(run_dir, s)
     require_complete(run_dir, manifest, cases, verdicts, "a baseline")
@@ -520,10 +558,28 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     del verdicts
     with phase("computing the baseline"):
         doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+    doc["notes"] = baseline_notes(doc, s.policy if policy is not None else None, str(s.target))
     path = Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
     return path
+
+
+def baseline_notes(doc: dict[str, Any], policy: dict[str, dict[str, float | None]] | None, target: str) -> list[str]:
+    """What a baseline must say out loud: each verifier x slice it holds no threshold for (not gated at a
+    threshold; AUROC and AUPRC still are), and, when recorded with a policy, each verifier the policy
+    does not name (its thresholds were fitted on the run)."""
+    notes = []
+    for vid, v in doc["verifiers"].items():
+        if policy is not None and vid not in policy:
+            notes.append(f"{vid}: not in the policy: its thresholds were fitted on this run ({target})")
+        for key, row in v["slices"].items():
+            if row["threshold"] is None:
+                why = row.get("threshold_warning") or "none fitted"
+                notes.append(why if why.startswith("NOT GATED") else
+                             f"{vid} / {key}: NOT GATED AT A THRESHOLD (no threshold: {why}); only its AUROC and "
+                             "AUPRC are gated")
+    return notes
 
 
 def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | None = None,
@@ -542,8 +598,8 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     try:
         base = load_baseline(baseline_path)
         suite_name = str(base.get("suite") or suite_name)
-        held = {vid: {k: r["threshold"] for k, r in v["slices"].items() if r["threshold"] is not None}
-                for vid, v in base["verifiers"].items()}
+        # Every baseline entry is held, a missing threshold too (None: not gated at a threshold on either side).
+        held = {vid: {k: r["threshold"] for k, r in v["slices"].items()} for vid, v in base["verifiers"].items()}
         s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base["by"])
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings

@@ -18,6 +18,7 @@ import glob
 import hashlib
 import inspect
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -31,7 +32,7 @@ from verifybench.errors import DataError, Location, RecordError, SuiteError
 from verifybench.loaders import generic
 from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
-from verifybench.loaders.fields import FieldSpec, note_label
+from verifybench.loaders.fields import LISTS_HINT, FieldSpec, note_label
 from verifybench.loaders.guardlog import guardlog
 from verifybench.loaders.halueval import halueval
 from verifybench.loaders.memory import records
@@ -164,9 +165,19 @@ class BadRecords(DataError):
     MAX_LISTED = 20  # lines in the message
     MAX_KEPT = 1000  # in `errors` (and so in the run's errors.jsonl)
 
-    def __init__(self, errors: list[RecordError], total: int):
+    def __init__(self, errors: list[RecordError], total: int, good: int | None = None):
         self.errors = errors
         self.total = total
+        labels = unknown_label_values(errors)
+        if labels is not None and len(errors) == total and good == 0:
+            # No record read, every one for a text label no list names: the lists are missing, not the
+            # records bad (on_error: skip would skip them all).
+            values = ", ".join(f"{v!r} ({n})" for v, n in labels.most_common(10))
+            field = errors[0].field
+            super().__init__(f"{total} record(s) have a label no list names, in the label column {field!r}: {values}. "
+                             f"A text label column says which value is which: {LISTS_HINT}. (on_error: skip would "
+                             f"skip these {total} records.) First: {errors[0]}")
+            return
         hint = ("set on_error: skip in the suite's dataset block (on_error='skip' in verifybench.run) to skip "
                 "bad records")
         if total == 1:
@@ -183,6 +194,15 @@ class BadRecords(DataError):
         if total > listed:
             lines.append(f"  ... and {total - listed} more")
         super().__init__("\n".join(lines))
+
+
+def unknown_label_values(errors: list[RecordError]) -> Counter | None:
+    """The raw label values of `errors` when every one is a text label value that no list names and no
+    `hallucinated:`/`faithful:` list was given (see `fields.unknown_label`); None otherwise."""
+    if not errors or not all(isinstance(getattr(e, "label_value", None), str)
+                             and not getattr(e, "label_lists_given", True) for e in errors):
+        return None
+    return Counter(e.label_value for e in errors)  # type: ignore[attr-defined]
 
 
 def iter_cases(spec: DatasetSpec, errors: list[RecordError] | None = None) -> Iterator[Case]:
@@ -241,7 +261,7 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
         if not n_bad:
             yield item
     if n_bad:
-        raise BadRecords(bad, n_bad)
+        raise BadRecords(bad, n_bad, good=count)
 
 
 def dataset_hash(spec: DatasetSpec) -> str:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import RecordError
+from verifybench.fieldpath import parse_path
 from verifybench.loaders.readers import Record
 from verifybench.safeio import lone_surrogate, surrogate_message
 from verifybench.text.locate import SpanError, gold_spans
@@ -82,6 +83,21 @@ class FieldSpec(BaseModel):
         None, description="fields copied into Case.meta; default: all unmapped fields, a `meta` object flattened"
     )
     _keys: tuple[set, set] | None = PrivateAttr(None)  # the label values' keys, computed on first use
+    _listed: bool = PrivateAttr(False)  # `hallucinated:` or `faithful:` given (not only the defaults)
+
+    @model_validator(mode="after")
+    def _paths(self) -> FieldSpec:
+        """Every field path parses (a key with a dot in it is written `meta["a.b"]`)."""
+        for key in ("id", "response", "sources", "question", "label", "doc_type", "split", "claims", "spans",
+                    "group", "meta"):
+            value = getattr(self, key)
+            for path in value if isinstance(value, list) else [value]:
+                if isinstance(path, str):
+                    try:
+                        parse_path(path)
+                    except ValueError as e:
+                        raise ValueError(f"{key}: {e}") from None
+        return self
 
     @model_validator(mode="after")
     def _polarity(self) -> FieldSpec:
@@ -92,6 +108,7 @@ class FieldSpec(BaseModel):
                 "true/1 means hallucinated. Say which: `positive: faithful` (true/1 = faithful) or "
                 "`positive: hallucinated`, or list the values in `hallucinated:` and `faithful:`")
         flip = self.positive == "faithful"
+        self._listed = self.hallucinated is not None or self.faithful is not None
         if self.hallucinated is None:
             self.hallucinated = (FALSE_VALUES if flip else TRUE_VALUES) + HALLUCINATED_WORDS
         if self.faithful is None:
@@ -120,18 +137,22 @@ class FieldSpec(BaseModel):
 
 def opposite_polarity(column: str) -> bool:
     """True when a label column's name suggests that a true value means faithful (is_correct, supported)."""
-    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", column.rsplit(".", 1)[-1]).lower()
+    try:
+        last = parse_path(column)[-1]
+    except ValueError:
+        last = column
+    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower()
     words = set(re.split(r"[^a-z0-9]+", name)) - {""}
     return bool(words & _OPPOSITE) and not words & _NEGATION
 
 
 _MISSING = object()
-
-
 def get_field(data: dict[str, Any], name: str) -> Any:
-    """`data[name]`, following dots into nested objects; `_MISSING` when absent."""
+    """`data[name]`, following dots (and `["quoted.keys"]`) into nested objects; `_MISSING` when absent."""
     value: Any = data
-    for part in name.split("."):
+    if name in data:  # the common case, and a flat key that holds a dot (a CSV column "score.v2")
+        return data[name]
+    for part in parse_path(name):
         if not isinstance(value, dict) or part not in value:
             return _MISSING
         value = value[part]
@@ -322,6 +343,24 @@ def generated_id(loc: Any) -> str:
     return f"#{loc.index}"
 
 
+LISTS_HINT = ("name them in the dataset's `fields:`: `hallucinated: [...]` and `faithful: [...]` (known without "
+              "lists: 1/true/yes, hallucinated, unfaithful, inconsistent and 0/false/no, faithful, consistent, supported)")
+
+
+def unknown_label(loc: Any, spec: FieldSpec, raw: Any, message: str) -> RecordError:
+    """The error of a label value in neither list. Without `hallucinated:`/`faithful:` lists, a text label
+    column's values are unknown to the defaults: the message names the missing lists (skipping such
+    records would skip them all). The value rides on the error (`label_value`), so a report of many
+    bad records can list the values to put in the lists."""
+    if spec._listed or not isinstance(raw, str):
+        err = RecordError(loc, message, spec.label)
+    else:
+        err = RecordError(loc, f"{message}: this text label column needs its values listed; {LISTS_HINT}", spec.label)
+    err.label_value = raw  # type: ignore[attr-defined]
+    err.label_lists_given = spec._listed  # type: ignore[attr-defined]
+    return err
+
+
 def record_to_case(
     record: Record, spec: FieldSpec, dataset: str, doc_type: str = "default", list_cells: bool = False
 ) -> Case | RecordError:
@@ -365,8 +404,10 @@ def record_to_case(
         raw_label = required(spec.label)
         try:
             label = spec.label_of(raw_label)
-        except ValueError as e:
+        except MissingLabel as e:
             raise RecordError(loc, str(e), spec.label) from None
+        except ValueError as e:
+            raise unknown_label(loc, spec, raw_label, str(e)) from None
         note_label(spec.label, raw_label, label)
 
         sources: list[Source] = []

@@ -3,7 +3,7 @@
 ```yaml
 metrics:
   by: doc_type                 # the slice field: doc_type, dataset, split or meta.<key>
-  target: f1                   # f1, fbeta=B, balanced_accuracy, youden, precision=P, recall=R
+  target: balanced_accuracy    # the default; or youden, f1, fbeta=B, f1_min_specificity=S, precision=P, recall=R
   min_per_class: 30            # calibration cases of each class a slice needs for its own threshold
   bootstrap: 1000              # resamples behind every interval and the gate's paired test
   seed: 0                      # of the bootstrap and of the calibration/test split
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from verifybench.errors import SuiteError, VerifybenchError
 from verifybench.metrics.bootstrap import N_BOOT
-from verifybench.metrics.thresholds import TARGETS_HELP, Target, parse_target
+from verifybench.metrics.thresholds import TARGETS_HELP, Target, default_target, parse_target
 
 OVERALL = "all"
 # Test-split cases a gated slice needs by default (`verifybench gate --min-cases`); the report says how
@@ -100,12 +100,13 @@ class Settings:
     """How metrics are computed; the suite's `metrics:` block fills these."""
 
     by: str = "doc_type"
-    target: Target = field(default_factory=lambda: Target("fbeta", 1.0))
+    target: Target = field(default_factory=default_target)
     min_per_class: int = 30
     n_boot: int = N_BOOT
     seed: int = 0
     test_fraction: float = 0.5
-    policy: dict[str, dict[str, float]] | None = None  # verifier -> slice -> threshold
+    policy: dict[str, dict[str, float | None]] | None = None  # verifier -> slice -> threshold (None: not gated)
+    policy_reasons: dict[str, dict[str, str]] = field(default_factory=dict)  # why a policy entry is null
     policy_source: str = "policy"  # what the report says a given threshold came from
     probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
     binary: set[str] = field(default_factory=set)  # verifiers whose score is a 0/1 decision

@@ -45,8 +45,11 @@ def shortcut_report(y_true: Sequence[Any], cues: dict[str, list[float]], warn_at
         r = cue_auroc(y_true, values)
         out["cues"][name] = r
         if r["strength"] >= warn_at:
+            # The strength in the direction named: "lower length means hallucinated" at AUROC 0.11 is a cue
+            # of AUROC 0.89 when shorter is read as more likely hallucinated.
             direction = "higher" if r["auroc"] >= 0.5 else "lower"
             out["warnings"].append(
                 f"labels are guessable from response {name}: a {direction} {name} means hallucinated "
-                f"(AUROC {r['auroc']:.2f} from this cue alone)")
+                f"(AUROC {r['strength']:.2f} from this cue alone, taking {direction} {name} as more likely "
+                "hallucinated)")
     return out

@@ -22,7 +22,14 @@ from verifybench.metrics.curves import confusion_at, rates, sorted_curve
 from verifybench.metrics.operating import cost_per_1k, latency_kind_codes, latency_summary, pareto_front
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, Settings
 from verifybench.metrics.shortcuts import CUES, shortcut_report
-from verifybench.metrics.thresholds import per_value, role_of, select_threshold, split_roles
+from verifybench.metrics.thresholds import (
+    NEAR_DEGENERATE,
+    per_value,
+    role_of,
+    select_threshold,
+    split_roles,
+    threshold_interval,
+)
 from verifybench.tables import case_table, positions, slice_value, verdict_table
 
 CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
@@ -151,16 +158,26 @@ def frame(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame, by: s
 
 
 def _curve_table(curve, threshold: float | None = None) -> dict[str, Any]:
-    """At most CURVE_POINTS rows of the curve, always including the row of `threshold`, so the report's
-    slider can stop exactly on the fitted threshold."""
+    """At most CURVE_POINTS rows of the curve, always including a row at exactly `threshold`, so the
+    report's slider stops on the fitted threshold and shows that value: when no score of these cases
+    equals it (a threshold fitted on other cases, a fallback, a given one), a row is added at it with
+    the counts it gives."""
     if not len(curve):
-        return {"threshold": [], "tp": [], "fp": [], "n_pos": curve.n_pos, "n_neg": curve.n_neg}
+        if threshold is None:
+            return {"threshold": [], "tp": [], "fp": [], "n_pos": curve.n_pos, "n_neg": curve.n_neg}
+        return {"threshold": [threshold], "tp": [0], "fp": [0], "n_pos": curve.n_pos, "n_neg": curve.n_neg}
     keep = np.linspace(0, len(curve) - 1, min(len(curve), CURVE_POINTS)).astype(int)
-    if threshold is not None and (i := curve.index_of(threshold)) is not None:
+    i = curve.index_of(threshold) if threshold is not None else None
+    if i is not None:
         keep = np.r_[keep, i]
     keep = np.unique(keep)
-    return {"threshold": curve.thresholds[keep], "tp": curve.tp[keep], "fp": curve.fp[keep],
-            "n_pos": curve.n_pos, "n_neg": curve.n_neg}
+    thresholds, tp, fp = curve.thresholds[keep], curve.tp[keep], curve.fp[keep]
+    if threshold is not None and not (thresholds == threshold).any():
+        at = int(np.searchsorted(-thresholds, -threshold))  # thresholds decrease: keep them in order
+        counts = (curve.tp[i], curve.fp[i]) if i is not None else (0, 0)
+        thresholds = np.insert(thresholds.astype(float), at, threshold)
+        tp, fp = np.insert(tp, at, counts[0]), np.insert(fp, at, counts[1])
+    return {"threshold": thresholds, "tp": tp, "fp": fp, "n_pos": curve.n_pos, "n_neg": curve.n_neg}
 
 
 @dataclass
@@ -275,6 +292,53 @@ def _degenerate(r: Rows, mask: np.ndarray, threshold: float) -> str | None:
     return None
 
 
+def _near_degenerate(r: Rows, mask: np.ndarray, threshold: float) -> str | None:
+    """Whether a threshold flags more than NEAR_DEGENERATE (95%) of a split's faithful cases, or fewer than
+    1 - NEAR_DEGENERATE (5%) of its hallucinated ones, on the calibration or the test split: it then
+    barely separates, and its precision and F1 mostly restate the class balance. Error verdicts count as
+    not flagged; a split without cases of a class says nothing about that class."""
+    said = []
+    for side, where in (("calibration", r.cal), ("test", r.test)):
+        part = mask & where & r.ok
+        for positive, name in ((False, "faithful"), (True, "hallucinated")):
+            cls = part & (r.label == positive)
+            n = int(np.count_nonzero(cls))
+            if not n:
+                continue
+            share = int(np.count_nonzero(r.score[cls] >= threshold)) / n
+            if (not positive and share > NEAR_DEGENERATE) or (positive and share < 1 - NEAR_DEGENERATE):
+                said.append(f"flags {share:.0%} of the {side} split's {n} {name} cases")
+    return "; ".join(said) or None
+
+
+def _own_fit(r: Rows, cal_ok: np.ndarray, s: Settings) -> dict[str, Any] | None:
+    """The threshold a slice too small for `min_per_class` would get fitted on its own few calibration
+    cases, with its interval: what a lower minimum would buy, and what it would cost."""
+    curve = sorted_curve(r.label[cal_ok], r.score[cal_ok])
+    i = select_threshold(curve, s.target)
+    if i is None:
+        return None
+    return {"value": float(curve.thresholds[i]), "target": str(s.target),
+            "interval": threshold_interval(r.label[cal_ok], r.score[cal_ok], s.target, s.n_boot, s.seed)}
+
+
+def _with_interval(t: dict[str, Any]) -> str:
+    iv = t.get("interval")
+    return f"{t['value']:.4g}" + (f" (95% interval {iv['low']:.4g} to {iv['high']:.4g})" if iv else "")
+
+
+def _lower_minimum_cost(own: dict[str, Any] | None, most: int, key: str) -> str:
+    """The warning's last part: how to fit this slice's own threshold, and what that costs (its interval)."""
+    if own is None or most < 1:
+        return "; label more cases of the class that is short"
+    iv = own.get("interval")
+    cost = (f", 95% interval {iv['low']:.4g} to {iv['high']:.4g} over {iv['resamples']} resamples of its "
+            f"calibration cases: that spread is what a lower minimum costs" if iv else
+            " (too few cases for an interval)")
+    return (f"; with `--min-per-class {most}` (metrics: {{min_per_class: {most}}}) {key!r} would get its own "
+            f"threshold {own['value']:.4g}{cost}; or label more cases")
+
+
 def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
                parent: dict[str, Any] | None) -> dict[str, Any]:
     """The slice's threshold and where it came from: given (a policy or `metrics.fixed`), fitted on the
@@ -283,10 +347,19 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
     cal_ok = mask & r.cal & r.ok
     given = (s.policy or {}).get(verifier, {})
     t: dict[str, Any] = {"value": None, "kind": None, "source": None, "warning": None, "target": str(s.target),
-                         "degenerate": None}
+                         "degenerate": None, "near_degenerate": None}
     if key in given or OVERALL in given:
-        t.update(value=float(given.get(key, given.get(OVERALL))), kind="given",
-                 source=s.policy_source if key in given else f"{s.policy_source} (verifier-wide)")
+        own = key in given
+        value = given[key] if own else given[OVERALL]
+        t.update(kind="given", source=s.policy_source if own else f"{s.policy_source} (verifier-wide)")
+        if value is None:
+            # One rule for a null entry, of a slice or of the whole set: no threshold, none refitted.
+            why = (s.policy_reasons.get(verifier) or {}).get(key if own else OVERALL) or "null"
+            t["warning"] = (f"NOT GATED AT A THRESHOLD: the {t['source']} gives no threshold for "
+                            f"{verifier} / {key if own else OVERALL} ({why}); its F1, precision, recall and "
+                            "balanced accuracy are not measured or gated, its AUROC and AUPRC still are")
+            return t
+        t["value"] = float(value)
     elif verifier in s.binary:
         # A 0/1 decision is its own threshold: fitting one could only pick "flag everything".
         t.update(value=1.0, kind="given", source="the verifier's own 0/1 decision (binary)")
@@ -295,13 +368,18 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
         if min(n_pos, n_neg) < s.min_per_class:
             t["warning"] = (f"too few cases to fit a threshold: the calibration split has {n_pos} hallucinated and "
                             f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)")
-            if key == OVERALL:  # nothing to fall back to: say how to get one
-                t["warning"] += ("; label more cases, or set `metrics: {min_per_class: N}` to fit one on fewer "
-                                 "(a noisier threshold: see its interval)")
-            if parent is not None and parent.get("value") is not None:
+            own = _own_fit(r, cal_ok, s) if min(n_pos, n_neg) >= 1 else None
+            if own is not None:
+                t["own_fit"] = own  # what `--min-per-class` low enough would give this slice
+            fell_back = parent is not None and parent.get("value") is not None
+            if fell_back:
                 t.update(value=parent["value"], kind="fallback", fallback_from=OVERALL,
                          source=f"fallback: the {OVERALL!r} threshold ({parent['source']})",
-                         degenerate=parent.get("degenerate"))
+                         degenerate=parent.get("degenerate"),
+                         near_degenerate=_near_degenerate(r, mask, parent["value"]))
+                t["warning"] += f"; it uses the {OVERALL!r} threshold {_with_interval(parent)}"
+            t["warning"] += _lower_minimum_cost(own, min(n_pos, n_neg), key)
+            if fell_back:
                 return t
         else:
             cal_curve = sorted_curve(r.label[cal_ok], r.score[cal_ok])
@@ -311,8 +389,10 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
             else:
                 t.update(value=float(cal_curve.thresholds[i]), kind="fitted",
                          source=f"fitted on the calibration split ({s.target})")
+                t["interval"] = threshold_interval(r.label[cal_ok], r.score[cal_ok], s.target, s.n_boot, s.seed)
     if t["value"] is not None:
         t["degenerate"] = _degenerate(r, mask, t["value"])
+        t["near_degenerate"] = _near_degenerate(r, mask, t["value"])
     return t
 
 
@@ -348,11 +428,15 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     threshold = threshold_entry["value"]
     out["threshold"] = threshold_entry
     out["curve"] = _curve_table(curve, threshold)
+    # The report's threshold explorer counts the test split, as the table beside it does.
+    test_ok = test_mask & r.ok
+    out["test_curve"] = {**_curve_table(sorted_curve(r.label[test_ok], r.score[test_ok]), threshold), "split": "test"}
     if verifier in s.binary:
         # One operating point: the row of the decision (the other row, flag-everything, is no choice).
-        table = out["curve"]
-        keep = [i for i, t in enumerate(table["threshold"]) if t >= 1.0]
-        out["curve"] = {**table, **{k: [table[k][i] for i in keep] for k in ("threshold", "tp", "fp")}}
+        for name in ("curve", "test_curve"):
+            table = out[name]
+            keep = [i for i, t in enumerate(table["threshold"]) if t >= 1.0]
+            out[name] = {**table, **{k: [table[k][i] for i in keep] for k in ("threshold", "tp", "fp")}}
     if test_mask.any():
         # What flagging every test case would score: the floor a threshold has to beat.
         n_pos = int(r.label[test_mask].sum())

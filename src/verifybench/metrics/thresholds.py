@@ -27,13 +27,22 @@ TEST_NAMES = ("test", "heldout", "held-out", "holdout")
 # both pick the same threshold; they are reported in their own units.
 MAXIMISED = {"balanced_accuracy": "max balanced accuracy", "youden": "max Youden's J"}
 
+# The default target: a threshold that has to separate the classes. Max F1 is kept as the named target
+# `f1`; on a set where most cases are hallucinated, or where a verifier ranks weakly, it flags (nearly)
+# everything (see docs/thresholds.md for the measurements behind this choice).
+DEFAULT_TARGET = "balanced_accuracy"
+
+# A threshold flagging more than this share of a split's faithful cases, or less than 1 - it of its
+# hallucinated ones, is marked near-degenerate: its precision and F1 mostly restate the class balance.
+NEAR_DEGENERATE = 0.95
+
 
 @dataclass(frozen=True)
 class Target:
     """What a threshold optimises: max F-beta, max balanced accuracy or Youden's J, or precision /
     recall at least a value."""
 
-    kind: str  # "fbeta" | "balanced_accuracy" | "youden" | "precision" | "recall"
+    kind: str  # "fbeta" | "balanced_accuracy" | "youden" | "precision" | "recall" | "f1_min_specificity"
     value: float = 1.0
 
     def __str__(self) -> str:
@@ -41,20 +50,27 @@ class Target:
             return "max F1" if self.value == 1 else f"max F{self.value:g}"
         if self.kind in MAXIMISED:
             return MAXIMISED[self.kind]
+        if self.kind == "f1_min_specificity":
+            return f"max F1 at specificity >= {self.value:g}"
         return f"{self.kind} >= {self.value:g}"
 
     def as_dict(self) -> dict:
         return {self.kind: self.value}
 
 
-TARGETS_HELP = "f1, fbeta=B, balanced_accuracy, youden, precision=P or recall=R"
+TARGETS_HELP = ("f1 (max F1), fbeta=B, balanced_accuracy (the default), youden, f1_min_specificity=S, precision=P "
+                "or recall=R")
+
+
+def default_target() -> Target:
+    return Target(DEFAULT_TARGET, 1.0)
 
 
 def parse_target(text: str | dict | Target | None) -> Target:
-    """`"f1"`, `"fbeta=0.5"`, `"balanced_accuracy"`, `"youden"`, `"precision=0.9"`, `"recall=0.8"`, or
-    the dict form `{precision: 0.9}`."""
+    """`"balanced_accuracy"` (the default, also for None), `"youden"`, `"f1"`, `"fbeta=0.5"`,
+    `"f1_min_specificity=0.5"`, `"precision=0.9"`, `"recall=0.8"`, or the dict form `{precision: 0.9}`."""
     if text is None:
-        return Target("fbeta", 1.0)
+        return default_target()
     if isinstance(text, Target):
         return text
     if isinstance(text, dict):
@@ -62,7 +78,8 @@ def parse_target(text: str | dict | Target | None) -> Target:
             raise VerifybenchError(f"a threshold target names one metric, got {text}")
         (k, v), = text.items()
         text = f"{k}={v}"
-    m = re.fullmatch(r"\s*(f1|fbeta|f_beta|balanced_accuracy|youden|precision|recall)\s*(?:=\s*([0-9.]+))?\s*",
+    m = re.fullmatch(r"\s*(f1_min_specificity|f1|fbeta|f_beta|balanced_accuracy|youden|precision|recall)"
+                     r"\s*(?:=\s*([0-9.]+))?\s*",
                      str(text).lower())
     if not m:
         raise VerifybenchError(f"threshold target {text!r}: expected {TARGETS_HELP}")
@@ -88,12 +105,16 @@ def select_threshold(curve: ThresholdCurve, target: Target) -> int | None:
     - balanced_accuracy, youden: the threshold maximising (TPR + TNR) / 2, i.e. TPR - FPR (highest on ties);
     - precision >= p: the most recall any threshold reaching p gives, at the highest threshold that
       gives it (a lower one would only add false alarms);
-    - recall >= r: the highest threshold that still reaches r (fewest false alarms for that recall).
+    - recall >= r: the highest threshold that still reaches r (fewest false alarms for that recall);
+    - f1_min_specificity = s: max F1 among the thresholds keeping specificity >= s (highest on ties).
     """
     if not len(curve):
         return None
     if target.kind == "fbeta":
         return int(np.argmax(curve.fbeta(target.value)))
+    if target.kind == "f1_min_specificity":
+        ok = np.flatnonzero(curve.specificity >= target.value) if curve.n_neg else np.arange(len(curve))
+        return int(ok[np.argmax(curve.f1[ok])]) if len(ok) else None
     if target.kind in MAXIMISED:
         return int(np.argmax(curve.tpr - curve.fpr))
     if target.kind == "precision":
@@ -179,3 +200,39 @@ def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=
     rank[order] = np.arange(n_groups) - starts[stratum[order]]
     test_group = rank < n_test[stratum]
     return np.array(["calibration", "test"], dtype=object)[test_group[g].astype(np.int8)]
+
+
+# A threshold's interval costs one weighted curve per resample: cases x resamples is held under this.
+INTERVAL_WORK = 20_000_000
+INTERVAL_MIN_RESAMPLES = 20
+
+
+def threshold_interval(t: np.ndarray, s: np.ndarray, target: Target, n_boot: int, seed: int = 0,
+                       alpha: float = 0.05) -> dict[str, Any] | None:
+    """How far the threshold `target` picks would move on another draw of the same calibration cases: the
+    2.5th and 97.5th percentiles of the threshold refitted on `n_boot` stratified resamples (labels `t`
+    and scores `s` sorted by decreasing score, as `sorted_curve` takes them). What a lower
+    `min_per_class` costs is this interval's width. Fewer resamples on a large set (cases x resamples
+    stays under INTERVAL_WORK); None with one class only or fewer than INTERVAL_MIN_RESAMPLES resamples."""
+    from verifybench.metrics.bootstrap import resample_weights
+    from verifybench.metrics.curves import sorted_curve
+
+    t = np.asarray(t, bool)
+    n = len(t)
+    k = int(min(n_boot, max(INTERVAL_MIN_RESAMPLES, INTERVAL_WORK // max(n, 1))))
+    if n < 2 or t.all() or not t.any() or k < INTERVAL_MIN_RESAMPLES:
+        return None
+    rng = np.random.default_rng(seed)
+    values = np.full(k, np.nan)
+    for start in range(0, k, 64):
+        w = resample_weights(t, min(64, k - start), rng)
+        for j, row in enumerate(w):
+            curve = sorted_curve(t, s, np.asarray(row, float))
+            i = select_threshold(curve, target)
+            if i is not None:
+                values[start + j] = curve.thresholds[i]
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return None
+    lo, hi = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return {"low": float(lo), "high": float(hi), "resamples": k}

@@ -3,6 +3,7 @@ split, which raw label values became which label, and how many labeled cases eac
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,12 @@ def count_suite(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]
     counts["suite"] = suite.name
     counts["loader"] = suite.dataset.loader
     counts["label_values"] = log.rows()
+    # Text label values no list names (a label column without `hallucinated:`/`faithful:` lists).
+    unknown = Counter(e.label_value for e in errors  # type: ignore[attr-defined]
+                      if isinstance(getattr(e, "label_value", None), str) and not getattr(e, "label_lists_given", True))
+    if unknown and not rows:  # nothing read: the label lists are missing (a stray value is a bad record)
+        counts["unknown_labels"] = {"field": next(e.field for e in errors if hasattr(e, "label_value")),
+                                    "values": dict(unknown.most_common(20)), "records": sum(unknown.values())}
     counts["slices"] = slice_needs(rows, suite.metrics, min_cases)
     return counts
 

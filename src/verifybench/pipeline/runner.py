@@ -39,6 +39,7 @@ from verifybench.cases import Case
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
+from verifybench.identity import ContentHash
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
@@ -276,6 +277,7 @@ class Runner:
         if self.resume:
             self._reset_input_errors()
         counter = _CaseCounter()
+        content = ContentHash()  # the cases' identity for gate and compare (verifybench.identity)
         skipped = 0
         # On resume the case index is appended to, never rewritten: the cases it holds are the first ones
         # the (unchanged) data gives again, so a resume killed at any moment leaves an index that still
@@ -299,6 +301,8 @@ class Runner:
                         load_errors: list[RecordError] = []
                         position = 0  # cases of the stream before this batch
                         for batch in batched(iter_cases(self.suite.dataset, load_errors), self.suite.batch_size):
+                            if not counter.n:
+                                check_first_batch(self.verifiers, batch)  # a suite error, not a verdict per case
                             new = batch[max(0, indexed - position):]
                             if indexed and position < indexed <= position + len(batch) \
                                     and batch[indexed - position - 1].id != last_indexed:
@@ -308,6 +312,7 @@ class Runner:
                             position += len(batch)
                             index.write(case_index_row(c) for c in new)
                             counter.add(batch)
+                            content.add(batch)
                             if load_errors:
                                 skipped += len(load_errors)
                                 errlog.write({"kind": "input", **e.to_dict()} for e in load_errors)
@@ -342,7 +347,7 @@ class Runner:
                 raise RunDirError(f"{self.run_dir}: {reason}. What was written is kept: free some space, then "
                                   f"finish the run with `verifybench run --resume {self.run_dir}`") from None
             raise
-        counts = {**counter.counts(), "skipped_records": skipped}
+        counts = {**counter.counts(), "skipped_records": skipped, "content_hash": content.hexdigest()}
         write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, SCORED))
         return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts, list(self.notes))
 
@@ -398,6 +403,16 @@ class Runner:
             failed += len(bad)
             bar.advance(s.verifier, len(s.verdicts), s.seconds)
         return new, failed
+
+
+def check_first_batch(verifiers: list[Verifier], batch: list[Case]) -> None:
+    """Before the first batch is scored: each verifier that can tell a misconfiguration from the cases
+    themselves (`check_cases`, e.g. a `scores` field no case has) raises a `SuiteError` now, instead of
+    giving every case of the run an error verdict."""
+    for v in verifiers:
+        check = getattr(v, "check_cases", None)
+        if callable(check):
+            check(batch)
 
 
 class _CaseCounter:

@@ -82,8 +82,11 @@ def highlight(response: str, gold: list | None, units: list | None, unit_thresho
         start, end, score = _get(u, "start"), _get(u, "end"), _get(u, "score")
         located = isinstance(start, int) and isinstance(end, int) and end > start
         flag = bool(located and unit_threshold is not None and score is not None and score >= unit_threshold)
+        detail = _get(u, "detail") or {}
+        similarity = detail.get("cosine") if isinstance(detail, dict) else None
         listed.append({"n": i, "text": _get(u, "text"), "score": score, "status": _get(u, "status"),
-                       "evidence": _get(u, "evidence"), "located": located, "flagged": flag})
+                       "evidence": _get(u, "evidence"), "located": located, "flagged": flag,
+                       "similarity": similarity if isinstance(similarity, (int, float)) else None})
         if flag:
             flagged.append((i, min(start, n), min(end, n), score))
     cuts = sorted({0, n, *(x for g in gold for x in g), *(x for _, a, b, _ in flagged for x in (a, b))})
@@ -119,10 +122,14 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
             plots.append(reliability_svg(ce["reliability"], ce["ece"], ce["brier"]))
         keys = []
         for key, sm in [(OVERALL, o), *m["slices"].items()]:
-            if sm.get("curve") and len(sm["curve"]["threshold"]):
+            # The test split's curve: the slider counts the cases the table beside it counts.
+            curve = sm.get("test_curve") or sm.get("curve")
+            if curve and len(curve["threshold"]):
                 slider_id = f"s{n}-{len(keys)}"
-                sliders[slider_id] = {**sm["curve"], "fitted": sm["threshold"]["value"]}
-                keys.append({"id": slider_id, "slice": key})
+                sliders[slider_id] = {**curve, "fitted": sm["threshold"]["value"],
+                                      "fitted_kind": sm["threshold"].get("kind")}
+                keys.append({"id": slider_id, "slice": key, "split": curve.get("split", "all scored cases"),
+                             "cases": int(curve["n_pos"]) + int(curve["n_neg"])})
         unit_threshold = ((m.get("spans") or {}).get("unit_threshold") or {}).get("value")
         cases = [{**item, "marked": highlight(item["case"].get("response") or "", item["case"].get("spans"),
                                               _get(item["verdict"], "units"), unit_threshold)}

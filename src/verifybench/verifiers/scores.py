@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import SuiteError
+from verifybench.fieldpath import parse_path, show_path
 from verifybench.verifiers.base import Verifier
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
@@ -270,8 +271,9 @@ CASE_FIELDS = tuple(Case.model_fields)
 
 
 def case_field(case: Case, name: str) -> Any:
-    """A dotted field of a case (`meta.vendor_score`, `meta.scores.hhem`); KeyError when absent."""
-    head, *rest = name.split(".")
+    """A field of a case by its path (`meta.vendor_score`, `meta.scores.hhem`, `meta["published.hhem-2.1"]`
+    for a key that holds a dot); KeyError when absent."""
+    head, *rest = parse_path(name)
     value: Any = getattr(case, head)
     for part in rest:
         if not isinstance(value, dict) or part not in value:
@@ -280,6 +282,34 @@ def case_field(case: Case, name: str) -> Any:
     if value is None:
         raise KeyError(name)
     return value
+
+
+def missing_field_message(batch: list[Case], name: str) -> str | None:
+    """None when some case of `batch` has the field `name`; otherwise where the path stops, with the keys
+    that exist there across the batch (so `meta.published.hhem-2.1`, whose key holds dots, is answered
+    with `meta` holding "published.hhem-2.1")."""
+    parts = parse_path(name)
+    deepest, keys = 0, set()
+    for case in batch:
+        value: Any = getattr(case, parts[0], None)
+        depth = 1
+        for part in parts[1:]:
+            if not isinstance(value, dict) or part not in value:
+                break
+            value, depth = value[part], depth + 1
+        if depth == len(parts) and value is not None:
+            return None
+        if depth > deepest:
+            deepest, keys = depth, set()
+        if depth == deepest and isinstance(value, dict):
+            keys |= set(map(str, value))
+    where = show_path(parts[:deepest])
+    have = ", ".join(show_path([*parts[:deepest], k]) for k in sorted(keys)[:30]) or "none"
+    dotted = [k for k in keys if "." in k]
+    hint = (f"; a key that holds a dot is written in brackets: {show_path([*parts[:deepest], sorted(dotted)[0]])}"
+            if dotted else "")
+    return (f"field {name!r}: no case of the first batch ({len(batch)} cases) has it; {where!r} holds: "
+            f"{have}{hint}")
 
 
 class ScoresVerifier(Verifier):
@@ -299,9 +329,13 @@ class ScoresVerifier(Verifier):
         self.latency_logged = o.latency_column is not None
         self._sha = None
         if o.field is not None:
-            if o.field.split(".")[0] not in CASE_FIELDS:
+            try:
+                head = parse_path(o.field)[0]
+            except ValueError as e:
+                raise SuiteError(f"verifier {self.id!r} (scores): {e}") from None
+            if head not in CASE_FIELDS:
                 raise SuiteError(f"verifier {self.id!r} (scores): field {o.field!r}: a case has no field "
-                                 f"{o.field.split('.')[0]!r}; case fields: {', '.join(CASE_FIELDS)}")
+                                 f"{head!r}; case fields: {', '.join(CASE_FIELDS)}")
         else:
             path = Path(o.file).expanduser()
             if not path.is_file():
@@ -350,6 +384,15 @@ class ScoresVerifier(Verifier):
         if o.probabilistic and not 0.0 <= value <= 1.0:
             raise ScoresError(f"{where}: {value:g} is not a probability (probabilistic: true); set `scale`")
         return 1.0 - value if o.higher_means == "faithful" else value
+
+    def check_cases(self, batch: list[Case]) -> None:
+        """Called by the runner with the run's first batch: a `field` no case of it has is a suite error
+        (a misspelt path, or a key holding a dot written without brackets), not an error verdict on every
+        case of the run."""
+        if self.options.field is not None:
+            missing = missing_field_message(batch, self.options.field)
+            if missing is not None:
+                raise SuiteError(f"verifier {self.id!r} (scores): {missing}")
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         return [self._one(case) for case in batch]
