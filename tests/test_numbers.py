@@ -261,7 +261,7 @@ def test_a_field_path_can_name_a_key_holding_a_dot(tmp):
     doc = {**suite_doc(data, name="dots", verifiers=[good], fields=fields)}
     doc["dataset"]["loader"] = "jsonl"
     run = api.run(write(tmp / "dots.yaml", yaml.safe_dump(doc)), out=tmp / "dots-run", progress=False)
-    assert run.errors == 0 and run.metrics_json["verifiers"]["hhem"]["overall"]["auroc"] > 0.6
+    assert run.n_error_verdicts == 0 and run.metrics_json["verifiers"]["hhem"]["overall"]["auroc"] > 0.6
     # The same key written with dots only: a suite error naming the keys that exist, before any verdict.
     doc["verifiers"] = [{"scores": {**good["scores"], "field": "meta.published.hhem-2.1"}}]
     with pytest.raises(SuiteError) as e:
