@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
-from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder, text_key
+from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
     Chunk,
@@ -133,14 +133,16 @@ class AnchorsVerifier(Verifier):
         claim_texts = list(dict.fromkeys(t for w in claim_work for t in w))
         chunk_texts = list(dict.fromkeys(t for w in chunk_work for t in w))
         hits, misses = self.encoder.hits, self.encoder.misses
-        if claim_texts or chunk_texts:
+        # Cached texts cost (almost) nothing: only the texts the encoder computes are shared out, and the
+        # model is loaded (timed as warm-up) only when some text is in no cache.
+        new_claims = set(self.encoder.uncached(claim_texts, "query"))
+        new_chunks = set(self.encoder.uncached(chunk_texts, "passage"))
+        if new_claims or new_chunks:
             with clock.loading():
-                getattr(self.encoder.encoder, "model", None)  # load the model before timing its calls
-        # Cached texts cost (almost) nothing: only the texts the encoder computes are shared out.
-        mem = self.encoder._mem
-        with clock.batched([[t for t in w if f"query:{text_key(t)}" not in mem] for w in claim_work]):
+                getattr(self.encoder.encoder, "model", None)
+        with clock.batched([[t for t in w if t in new_claims] for w in claim_work]):
             claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
-        with clock.batched([[t for t in w if f"passage:{text_key(t)}" not in mem] for w in chunk_work]):
+        with clock.batched([[t for t in w if t in new_chunks] for w in chunk_work]):
             chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
         # Latency with a warm cache is not latency: say how much of this batch was cached.
         looked_up = (self.encoder.hits - hits) + (self.encoder.misses - misses)

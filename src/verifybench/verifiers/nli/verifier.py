@@ -329,12 +329,12 @@ class NLIVerifier(Verifier):
                       if p.error is None else [] for p in prepared]
         pairs = list(dict.fromkeys(pair for cp in case_pairs for pair in cp))
         hits, misses = self.cache.hits, self.cache.misses
-        if pairs:
+        # Pairs already in a cache cost (almost) nothing: only the pairs the model scores are shared out,
+        # and the weights are loaded (timed as warm-up) only when some pair is in no cache.
+        fresh = set(self.cache.uncached(pairs)) if pairs else set()
+        if fresh:
             with clock.loading():
-                self.model.load_weights()  # a first-use load is warm-up, not this batch's scoring
-        # Pairs already in the cache cost (almost) nothing: only the pairs the model scores are shared out.
-        mem = self.cache._mem
-        fresh = {pair for pair in pairs if self.cache.key(*pair) not in mem}
+                self.model.load_weights()
         with clock.batched([[f"{a}\x00{b}" for a, b in cp if (a, b) in fresh] for cp in case_pairs]):
             logits, truncated = self.cache.get_or_compute(pairs, self.model.logits) if pairs else ([], np.zeros(0, bool))
         looked_up = (self.cache.hits - hits) + (self.cache.misses - misses)
