@@ -30,6 +30,23 @@ def anchors(tmp_path_factory):
     return build("anchors", cache_dir=str(tmp_path_factory.mktemp("cache")))
 
 
+def test_support_set_is_generated_never_edited(root):
+    """datasets/support/cases.jsonl is what its generator writes: regenerating changes nothing."""
+    import importlib.util
+    import json
+
+    # by file, under its own name: the demo set's generator is also a module called "generate"
+    spec = importlib.util.spec_from_file_location("support_generate", root / "datasets/support/generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    on_disk = [json.loads(line) for line in (root / "datasets/support/cases.jsonl").read_text().splitlines()]
+    assert generate.generate() == on_disk
+    assert {r["doc_type"] for r in on_disk} == {"billing", "account", "orders"}
+    kinds = {r["meta"]["error_type"] for r in on_disk}
+    assert kinds == {"none", "wrong_number", "wrong_time", "wrong_duration", "swapped_entity", "dropped_negation",
+                     "unsupported_addition"}
+
+
 # -- check-worthiness --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text,reason", [
