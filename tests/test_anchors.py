@@ -32,22 +32,22 @@ def test_paraphrase_of_a_supported_fact_passes(minilm):
     v = judge(minilm, "On the Team plan you pay $29 a month for each user.")
     [unit] = v.units
     assert unit.status == "supported" and unit.detail["cosine"] >= minilm.options.support_threshold
-    assert v.score < 0.4
+    assert v.score < 0.2  # a passing claim scores 0.5 x (1 - cosine)
 
 
 def test_negated_claim_is_flagged_despite_a_high_cosine(minilm):
     v = judge(minilm, "API access is included in the Team plan.")
     [unit] = v.units
     assert unit.detail["cosine"] > 0.6  # the vectors alone would call it supported
-    assert "negation" in unit.status and v.score == 1.0
+    assert "negation" in unit.status and v.score >= 0.5  # a failed check: [0.5, 1]
     plain = build("anchors", id="no-logic", logic=False, facts=False, cache_dir=None)
-    assert judge(plain, "API access is included in the Team plan.").score < 0.5
+    assert judge(plain, "API access is included in the Team plan.").score < 0.25
 
 
 def test_swapped_number_is_flagged(minilm):
     v = judge(minilm, "The Team plan costs $92 per user per month.")
-    assert v.units[0].status == "number 92 is not in the sources" and v.score == 1.0
-    assert judge(minilm, "The Team plan costs $29 per user per month.").score < 0.3
+    assert v.units[0].status == "number 92 is not in the sources" and v.score >= 0.5
+    assert judge(minilm, "The Team plan costs $29 per user per month.").score < 0.15
 
 
 def test_two_fact_sentence_is_split_and_only_the_unsupported_half_flagged(minilm):
@@ -64,7 +64,7 @@ def test_two_fact_sentence_is_split_and_only_the_unsupported_half_flagged(minilm
 
 
 def test_dates_and_entities_are_checked_in_any_format(minilm):
-    assert judge(minilm, "The contract was signed by Acme Logistics GmbH on March 3, 2026.").score < 0.4
+    assert judge(minilm, "The contract was signed by Acme Logistics GmbH on March 3, 2026.").score < 0.2
     wrong_date = judge(minilm, "The contract was signed by Acme Logistics GmbH on March 4, 2026.")
     assert any("date 'March 4, 2026'" in u.status for u in wrong_date.units)
     wrong_org = judge(minilm, "The contract was signed by Brightwater Foods on 3/3/2026.")

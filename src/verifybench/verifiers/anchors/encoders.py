@@ -122,6 +122,19 @@ class CachedEncoder:
             self._db.execute("create table if not exists vec (key text primary key, v blob)")
         return self._db
 
+    def uncached(self, texts: list[str], kind: str = "passage") -> list[str]:
+        """The texts neither in memory nor on disk: what an `encode` call would need the model for."""
+        keys = {f"{kind}:{text_key(t)}": t for t in texts}
+        missing = [k for k in keys if k not in self._mem]
+        db = self._conn()
+        if missing and db is not None:
+            with self._lock:
+                for i in range(0, len(missing), 500):
+                    part = missing[i:i + 500]
+                    found = {k for (k,) in db.execute(f"select key from vec where key in ({','.join('?' * len(part))})", part)}
+                    missing = [k for k in missing if k not in found]
+        return [keys[k] for k in missing]
+
     def encode(self, texts: list[str], kind: str = "passage") -> np.ndarray:
         keys = [f"{kind}:{text_key(t)}" for t in texts]
         found: dict[str, np.ndarray] = {k: self._mem[k] for k in keys if k in self._mem}

@@ -11,6 +11,14 @@ import re
 from datetime import date
 from functools import lru_cache
 
+from verifybench.verifiers.anchors.quantities import (
+    drop_negation_idioms,
+    expand_contractions,
+    plain_number_text,
+    quantity_mismatches,
+    same_topic,
+)
+
 # Negation cues (NegEx-style word lists). English "n't" is split off by the tokenizer below.
 NEGATIONS = {
     "en": {"not", "no", "never", "none", "nor", "neither", "without", "cannot", "n't", "nothing", "nobody"},
@@ -27,10 +35,13 @@ ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "NORP", "FAC", "EVENT
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    # "can't" and "cannot" are spelled "can not" first: one negation, however it is written.
+    return _WORD.findall(expand_contractions(text).lower())
 
 
 def negation_count(text: str, language: str = "en") -> int:
+    if language == "en":
+        text = drop_negation_idioms(text)  # "at no cost" = "for free": a "no" that negates nothing
     return sum(w in NEGATIONS.get(language, NEGATIONS["en"]) for w in words(text))
 
 
@@ -63,8 +74,15 @@ def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en
     Clause by clause, because one claim may hold two ("API access is not included, though CSV export
     is"), and each has its own polarity."""
     parts = [p for p in _CLAUSE.split(claim) if len(content_words(p, language)) >= 2] or [claim]
-    return any(negation_count(p, language) % 2 != negation_count(best_clause(p, evidence, language), language) % 2
-               for p in parts)
+    for p in parts:
+        clause = best_clause(p, evidence, language)
+        # English: an evidence clause that shares fewer than two content words with the claim's clause
+        # (one, if the clause has one) is not about the same thing, and its polarity says nothing.
+        if language == "en" and not same_topic(content_words(p, language), content_words(clause, language)):
+            continue
+        if negation_count(p, language) % 2 != negation_count(clause, language) % 2:
+            return True
+    return False
 
 
 def _to_float(raw: str) -> float | None:
@@ -143,8 +161,13 @@ def fact_mismatches(claim: str, sources_text: str, language: str = "en",
         entities: (text, spaCy label) of the named entities inside the claim.
     """
     problems = []
-    for n in sorted(numbers(claim, language) - numbers(sources_text, language)):
+    # English times of day and durations are compared as such ("a week" = "7 days"); what is left of
+    # the claim, less number words that are not quantities ("once", "each one"), is checked for numbers.
+    checked = plain_number_text(claim) if language == "en" else claim
+    for n in sorted(numbers(checked, language) - numbers(sources_text, language)):
         problems.append(f"number {n:g} is not in the sources")
+    if language == "en":
+        problems += quantity_mismatches(claim, sources_text)
     if not entities:
         return problems
     lowered = _norm_entity(sources_text)

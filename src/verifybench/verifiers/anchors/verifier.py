@@ -8,9 +8,18 @@
    its three best chunks sharing most words with it) is flagged.
 6. Fact checks (`facts`): numbers, dates, amounts and named entities of a claim must appear in the
    sources, normalised; a mismatch flags the claim.
-A flagged claim's support is 0. Case score = 1 - the weakest claim's support: higher means more likely
-hallucinated. `support_threshold` only labels claims as supported or not in the verdict's details; the
-threshold that decides a case is the metrics layer's.
+Before 3, a check-worthiness step (`checkworthy`, on by default; `anchors.checkworthy`) sets aside the
+units that state nothing a source could back (greetings, thanks, offers of help, "let me check", a
+question back to the customer) and strips such openers from the claims it keeps; skipped units stay in
+the verdict with status "skipped: ..." and no score.
+A claim's score is graded and lies in [0, 1]: 0.5 x (1 - cosine) when every check passes (so [0, 0.5]),
+and 1 - 0.5 x cosine x 0.5^(failed checks - 1) when a logic or fact check fails (so [0.5, 1]: a failed
+check always outranks a passing claim, and among failed ones a weaker cosine and more failed checks rank
+higher); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
+likely hallucinated. `support_threshold` only labels claims as supported or not in the verdict's
+details; the threshold that decides a case is the metrics layer's. Each verdict's latency is its own
+(`verifybench.verifiers.latency`): its own stages timed alone, the batched parse and embedding calls
+shared out by the texts it brought.
 """
 
 from __future__ import annotations
@@ -23,8 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
+from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
+    AtomicClaim,
     Chunk,
     chunks,
     claims,
@@ -33,6 +44,7 @@ from verifybench.verifiers.anchors.text import (
     english_pipeline,
 )
 from verifybench.verifiers.base import Verifier, default_cache, operational
+from verifybench.verifiers.latency import CaseClock
 
 
 class AnchorsOptions(BaseModel):
@@ -47,10 +59,22 @@ class AnchorsOptions(BaseModel):
     logic: bool = True
     facts: bool = True
     support_threshold: float = Field(0.6, description="labels claims supported/unsupported in the details only")
+    checkworthy: bool = Field(True, description="skip units that state nothing checkable (greetings, thanks, "
+                              "offers of help, 'let me check', questions back to the customer); they stay in "
+                              "the verdict as skipped units")
     with_question: bool = Field(False, description="embed each claim after the case's question (short answers "
                                 "such as 'Delhi' carry no subject of their own)")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     batch_size: int = operational(64, ge=1)
+
+
+def claim_score(cosine: float, failed_checks: int) -> float:
+    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes, [0.5, 1]
+    when `failed_checks` logic or fact checks fail; weaker cosine support scores higher in both."""
+    c = min(1.0, max(0.0, cosine))
+    if failed_checks <= 0:
+        return 0.5 * (1.0 - c)
+    return 1.0 - 0.5 * c * 0.5 ** (failed_checks - 1)
 
 
 @lru_cache(maxsize=8192)
@@ -79,46 +103,90 @@ class AnchorsVerifier(Verifier):
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         o = self.options
+        clock = CaseClock(len(batch))
         langs = [self._language(c) for c in batch]
         # English responses are parsed in one spaCy pass for the whole batch: sentences, clauses and
         # entities come from the same parse.
         english = [c.response for c, lang in zip(batch, langs) if lang == "en"]
-        parsed = iter(english_pipeline().pipe(english, batch_size=64)) if english else iter(())
+        docs: list = []
+        if english:
+            with clock.loading():
+                nlp = english_pipeline()
+            with clock.batched([[c.response] if lang == "en" else [] for c, lang in zip(batch, langs)]):
+                docs = list(nlp.pipe(english, batch_size=64))
+        parsed = iter(docs)
         prepared = []
-        for case, lang in zip(batch, langs):
-            if lang == "en":
-                case_claims = claims_from_doc(next(parsed), o.split_claims)
-            else:
-                case_claims = claims(case.response, lang, o.split_claims)
-            case_chunks = [c for s in case.sources
-                           for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
-            prepared.append((case, lang, case_claims, case_chunks))
+        for i, (case, lang) in enumerate(zip(batch, langs)):
+            with clock.case(i):
+                doc = next(parsed) if lang == "en" else None
+                case_claims = claims_from_doc(doc, o.split_claims) if doc is not None else claims(
+                    case.response, lang, o.split_claims)
+                case_claims, skipped = self._worthy(case, lang, case_claims, doc)
+                case_chunks = [c for s in case.sources
+                               for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
+            prepared.append((case, lang, case_claims, case_chunks, skipped))
 
         # One encoder call for every claim of the batch and one for every chunk: batching is where the
         # throughput is; the cache makes a source shared by many cases cost one encoding.
-        claim_texts = list(dict.fromkeys(self._embedded(case, c) for case, _, cl, _ in prepared for c in cl))
-        chunk_texts = list(dict.fromkeys(c.text for _, _, _, ch in prepared for c in ch))
+        claim_work = [[self._embedded(case, c) for c in cl] for case, _, cl, _, _ in prepared]
+        chunk_work = [[c.text for c in ch] for _, _, _, ch, _ in prepared]
+        claim_texts = list(dict.fromkeys(t for w in claim_work for t in w))
+        chunk_texts = list(dict.fromkeys(t for w in chunk_work for t in w))
         hits, misses = self.encoder.hits, self.encoder.misses
-        claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
-        chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
+        # Cached texts cost (almost) nothing: only the texts the encoder computes are shared out, and the
+        # model is loaded (timed as warm-up) only when some text is in no cache.
+        new_claims = set(self.encoder.uncached(claim_texts, "query"))
+        new_chunks = set(self.encoder.uncached(chunk_texts, "passage"))
+        if new_claims or new_chunks:
+            with clock.loading():
+                getattr(self.encoder.encoder, "model", None)
+        with clock.batched([[t for t in w if t in new_claims] for w in claim_work]):
+            claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
+        with clock.batched([[t for t in w if t in new_chunks] for w in chunk_work]):
+            chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
         # Latency with a warm cache is not latency: say how much of this batch was cached.
         looked_up = (self.encoder.hits - hits) + (self.encoder.misses - misses)
         self._cached_share = (self.encoder.hits - hits) / looked_up if looked_up else 0.0
 
         out = []
-        for case, lang, case_claims, case_chunks in prepared:
-            try:
-                out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec))
-            except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
-                out.append(self.error_verdict(case, e))
+        for i, (case, lang, case_claims, case_chunks, skipped) in enumerate(prepared):
+            with clock.case(i):
+                try:
+                    out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec, skipped))
+                except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
+                    out.append(self.error_verdict(case, e))
+        clock.finish(out)
         return out
 
-    def _judge(self, case, lang, case_claims, case_chunks, claim_vec, chunk_vec) -> Verdict:
+    def _worthy(self, case: Case, lang: str, case_claims: list, doc) -> tuple[list, list[Unit]]:
+        """The claims worth checking (conversational openers stripped), and the skipped ones as units."""
+        if not self.options.checkworthy or not case_claims:
+            return case_claims, []
+        spans = None
+        if doc is not None:
+            spans = [doc.char_span(c.start, c.end, alignment_mode="expand") for c in case_claims]
+        kept, skipped = [], []
+        for claim, w in zip(case_claims, assess([c.text for c in case_claims], lang, spans)):
+            if w.reason is not None:
+                skipped.append(Unit(text=case.response[claim.start:claim.end], score=None,
+                                    status=skipped_status(w.reason), start=claim.start, end=claim.end,
+                                    detail={"skipped": w.reason}))
+                continue
+            if w.offset:
+                text = claim.text[w.offset:]
+                own = claim.text == case.response[claim.start:claim.end]
+                start = claim.start + w.offset if own else claim.start
+                claim = AtomicClaim(text, start, claim.end, tuple(e for e in claim.entities if e[0] in text))
+            kept.append(claim)
+        return kept, skipped
+
+    def _judge(self, case, lang, case_claims, case_chunks, claim_vec, chunk_vec, skipped=()) -> Verdict:
         o = self.options
         if not case.sources or not case_chunks:
             raise ValueError("case has no source text; anchors need at least one source")
         if not case_claims:
-            return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=[], detail={"claims": 0})
+            return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=list(skipped) or [],
+                           detail={"claims": 0, "skipped": len(skipped)})
         sources_text = "\n".join(s.text for s in case.sources)
         C = np.stack([claim_vec[self._embedded(case, c)] for c in case_claims])
         K = np.stack([chunk_vec[c.text] for c in case_chunks])
@@ -136,15 +204,15 @@ class AnchorsVerifier(Verifier):
                 flags.append("negation differs from the matched evidence")
             if o.facts:
                 flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
-            support = 0.0 if flags else cosine
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
-            units.append(Unit(text=case.response[claim.start:claim.end], score=1.0 - support, status=status,
-                              evidence=chunk.text, start=claim.start, end=claim.end,
+            units.append(Unit(text=case.response[claim.start:claim.end], score=claim_score(cosine, len(flags)),
+                              status=status, evidence=chunk.text, start=claim.start, end=claim.end,
                               detail={"cosine": cosine, "source_id": chunk.source_id, "flags": flags,
                                       "embedded_text": claim.text}))
-        score = max(u.score for u in units)
+        score = max(u.score for u in units if u.score is not None)
+        units = sorted([*units, *skipped], key=lambda u: (u.start or 0))
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
-                       detail={"claims": len(units), "language": lang,
+                       detail={"claims": len(case_claims), "skipped": len(skipped), "language": lang,
                                "batch_embeddings_cached": round(self._cached_share, 3)})
 
     def _embedded(self, case: Case, claim) -> str:

@@ -375,6 +375,21 @@ class PairCache:
             self._db.execute("create table if not exists pair (k text primary key, v blob)")
         return self._db
 
+    def uncached(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The pairs neither in memory nor on disk: what `get_or_compute` would run the model for."""
+        by_key = {self.key(p, h): (p, h) for p, h in pairs}
+        missing = [k for k in by_key if k not in self._mem]
+        db = self._conn()
+        if missing and db is not None:
+            with self._lock:
+                for i in range(0, len(missing), 400):
+                    part = missing[i:i + 400]
+                    rows = db.execute(f"select k from pair where k in ({','.join('?' * len(part))})",
+                                      [f"{p}:{h}" for p, h in part])
+                    found = {tuple(k.split(":")) for (k,) in rows}
+                    missing = [k for k in missing if k not in found]
+        return [by_key[k] for k in missing]
+
     def get_or_compute(self, pairs: list[tuple[str, str]], compute) -> tuple[list[np.ndarray], np.ndarray]:
         """Logits for each pair and a truncated flag (False for a cached pair whose flag was stored)."""
         keys = [self.key(p, h) for p, h in pairs]

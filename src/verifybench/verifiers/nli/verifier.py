@@ -15,8 +15,16 @@
    - `minicheck`: MiniCheck. The whole response is one hypothesis; support = its best window's.
    - `pair`: plain pair scoring, all sources joined against the whole response, as the model was
      trained to read them; a pair too long for the model is cut and the verdict says so.
+With `checkworthy` (on by default; summac only), the units that state nothing a source could back
+(greetings, thanks, offers of help, "let me check", a question back to the customer; the shared step in
+`verifybench.verifiers.anchors.checkworthy`) are not scored and do not count in the support: they stay
+in the verdict as units with status "skipped: ..." and no score, and conversational openers are
+stripped from the units that are scored ("Hi Sam, refunds take 5 days" is scored as "refunds take 5
+days").
 Case score = 1 - support: a probability that the response is hallucinated. Each unit of the verdict
-carries its offsets, its best window (evidence, source id, window offsets) and its probability.
+carries its offsets, its best window (evidence, source id, window offsets) and its probability. Each
+verdict's latency is its own (`verifybench.verifiers.latency`): cutting and judging timed per case, the
+batched model call shared out by the pairs each case brought.
 """
 
 from __future__ import annotations
@@ -29,9 +37,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.errors import SuiteError
+from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import claims, detect_language, sentences
 from verifybench.verifiers.base import Verifier, default_cache, operational
+from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
 from verifybench.verifiers.nli.windows import Piece, Window, cut_pieces, pack_windows
 
@@ -96,6 +106,9 @@ class NLIOptions(BaseModel):
     claim_reduce: Literal["min", "mean"] = Field("min", description="(summac) how unit supports combine")
     hypothesis: Literal["sentences", "claims"] = Field("sentences", description="(summac) how the response is cut")
     language: Literal["auto", "en", "ru"] = "auto"
+    checkworthy: bool = Field(True, description="(summac) skip units that state nothing checkable (greetings, "
+                              "thanks, offers of help, 'let me check', questions back to the customer); they "
+                              "stay in the verdict as skipped units")
     window_tokens: int | None = Field(None, ge=8, description="premise window budget in tokens; default: what "
                                       "max_length leaves after the case's longest hypothesis unit")
     window_sentences: int | None = Field(None, ge=1, description="at most this many sentences per window")
@@ -122,7 +135,7 @@ class NLIOptions(BaseModel):
 class _Prepared:
     """One case cut into units and windows, and which windows each unit is scored against."""
 
-    __slots__ = ("case", "language", "pieces", "windows", "window_tokens", "chosen", "cosine", "error")
+    __slots__ = ("case", "language", "pieces", "windows", "window_tokens", "chosen", "cosine", "error", "skipped")
 
     def __init__(self, case: Case, error: BaseException | None = None):
         self.case, self.error = case, error
@@ -132,6 +145,7 @@ class _Prepared:
         self.window_tokens: int | None = None
         self.chosen: list[list[int]] = []
         self.cosine: list[list[float]] | None = None
+        self.skipped: list[Unit] = []
 
 
 def _sha(text: str) -> str:
@@ -242,6 +256,10 @@ class NLIVerifier(Verifier):
             spans = [(c.text, c.start, c.end) for c in claims(text, lang, split=True)]
         else:
             spans = [(s.text, s.start, s.end) for s in sentences(text, lang)]
+        if o.checkworthy and o.aggregate == "summac" and spans:
+            spans = self._worthy(p, spans)
+            if not spans:
+                return p
         if o.window_tokens is not None:
             hyp_budget = room - o.window_tokens
             if hyp_budget < 8:
@@ -258,6 +276,21 @@ class NLIVerifier(Verifier):
             raise ValueError("the sources have no sentence to check the response against")
         p.chosen = [list(range(len(p.windows))) for _ in p.pieces]
         return p
+
+    def _worthy(self, p: _Prepared, spans: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+        """The spans worth checking (openers stripped); the others become the case's skipped units."""
+        kept = []
+        text = p.case.response
+        for (unit, start, end), w in zip(spans, assess([t for t, _, _ in spans], p.language)):
+            if w.reason is not None:
+                p.skipped.append(Unit(text=text[start:end], score=None, status=skipped_status(w.reason),
+                                      start=start, end=end, detail={"skipped": w.reason}))
+            elif w.offset:
+                own = unit == text[start:end]
+                kept.append((unit[w.offset:], start + w.offset if own else start, end))
+            else:
+                kept.append((unit, start, end))
+        return kept
 
     def _select(self, prepared: list[_Prepared]) -> None:
         """Keep, per unit, the `top_k_windows` windows closest to it by embedding cosine."""
@@ -277,34 +310,48 @@ class NLIVerifier(Verifier):
 
     # -- scoring --------------------------------------------------------------------------------------
     def verify(self, batch: list[Case]) -> list[Verdict]:
+        clock = CaseClock(len(batch))
         prepared = []
-        for case in batch:
-            try:
-                prepared.append(self._prepare(case))
-            except SuiteError:
-                raise
-            except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
-                prepared.append(_Prepared(case, e))
+        for i, case in enumerate(batch):
+            with clock.case(i):
+                try:
+                    prepared.append(self._prepare(case))
+                except SuiteError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
+                    prepared.append(_Prepared(case, e))
         if self.options.top_k_windows:
-            self._select(prepared)
+            work = [[x.text for x in p.pieces] + [w.text for w in p.windows] for p in prepared]
+            with clock.batched(work):
+                self._select(prepared)
         # Every pair of the batch in one call: batching across cases is where the throughput is.
-        pairs = list(dict.fromkeys((p.windows[j].text, x.text) for p in prepared if p.error is None
-                                   for x, chosen in zip(p.pieces, p.chosen) for j in chosen))
+        case_pairs = [[(p.windows[j].text, x.text) for x, chosen in zip(p.pieces, p.chosen) for j in chosen]
+                      if p.error is None else [] for p in prepared]
+        pairs = list(dict.fromkeys(pair for cp in case_pairs for pair in cp))
         hits, misses = self.cache.hits, self.cache.misses
-        logits, truncated = self.cache.get_or_compute(pairs, self.model.logits) if pairs else ([], np.zeros(0, bool))
+        # Pairs already in a cache cost (almost) nothing: only the pairs the model scores are shared out,
+        # and the weights are loaded (timed as warm-up) only when some pair is in no cache.
+        fresh = set(self.cache.uncached(pairs)) if pairs else set()
+        if fresh:
+            with clock.loading():
+                self.model.load_weights()
+        with clock.batched([[f"{a}\x00{b}" for a, b in cp if (a, b) in fresh] for cp in case_pairs]):
+            logits, truncated = self.cache.get_or_compute(pairs, self.model.logits) if pairs else ([], np.zeros(0, bool))
         looked_up = (self.cache.hits - hits) + (self.cache.misses - misses)
         self._cached_share = (self.cache.hits - hits) / looked_up if looked_up else 0.0
         probs = entail_probability(np.stack(logits), self.entail_index) if pairs else np.zeros(0)
         table = {pair: (float(pr), bool(t)) for pair, pr, t in zip(pairs, probs, truncated)}
         out = []
-        for p in prepared:
-            if p.error is not None:
-                out.append(self.error_verdict(p.case, p.error))
-                continue
-            try:
-                out.append(self._judge(p, table))
-            except Exception as e:  # noqa: BLE001
-                out.append(self.error_verdict(p.case, e))
+        for i, p in enumerate(prepared):
+            with clock.case(i):
+                if p.error is not None:
+                    out.append(self.error_verdict(p.case, p.error))
+                    continue
+                try:
+                    out.append(self._judge(p, table))
+                except Exception as e:  # noqa: BLE001
+                    out.append(self.error_verdict(p.case, e))
+        clock.finish(out)
         return out
 
     def _judge(self, p: _Prepared, table: dict) -> Verdict:
@@ -312,8 +359,9 @@ class NLIVerifier(Verifier):
         detail = {"aggregate": o.aggregate, "language": p.language, "windows": len(p.windows),
                   "window_tokens": p.window_tokens, "batch_pairs_cached": round(self._cached_share, 3)}
         if not p.pieces:
-            return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=[],
-                           detail={**detail, "claims": 0, "pairs": 0, "truncated_pairs": 0})
+            return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=list(p.skipped),
+                           detail={**detail, "claims": 0, "skipped": len(p.skipped), "pairs": 0,
+                                   "truncated_pairs": 0})
         units, supports, n_pairs, n_trunc = [], [], 0, 0
         for i, piece in enumerate(p.pieces):
             scored = [(j, *table[(p.windows[j].text, piece.text)]) for j in p.chosen[i]]
@@ -339,5 +387,9 @@ class NLIVerifier(Verifier):
         else:
             # min: one unsupported unit (or one unsupported part of a cut response) makes the case.
             support = float(min(supports))
+        claims_n = len(units)
+        if p.skipped:
+            units = sorted([*units, *p.skipped], key=lambda u: (u.start or 0))
         return Verdict(case_id=case.id, verifier=self.id, score=1.0 - support, units=units,
-                       detail={**detail, "claims": len(units), "pairs": n_pairs, "truncated_pairs": n_trunc})
+                       detail={**detail, "claims": claims_n, "skipped": len(p.skipped), "pairs": n_pairs,
+                               "truncated_pairs": n_trunc})
