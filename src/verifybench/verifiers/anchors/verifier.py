@@ -95,7 +95,7 @@ class AnchorsVerifier(Verifier):
     def _language(self, case: Case) -> str:
         if self.options.language != "auto":
             return self.options.language
-        return languages.detect_language(case.response)
+        return languages.resolve(languages.detect_language(case.response))
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         o = self.options

@@ -198,7 +198,9 @@ class NLIVerifier(Verifier):
 
     # -- cutting --------------------------------------------------------------------------------------
     def _language(self, text: str) -> str:
-        return languages.detect_language(text) if self.options.language == "auto" else self.options.language
+        if self.options.language != "auto":
+            return self.options.language
+        return languages.resolve(languages.detect_language(text))
 
     def _memoised(self, key: tuple, make):
         if key not in self._memo:
