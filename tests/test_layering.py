@@ -50,7 +50,8 @@ FORBIDDEN = {
 # Heavy dependencies are imported inside the functions that need them, so that importing verifybench
 # (the CLI, a loader, the metrics) never pays for them.
 HEAVY = {"torch", "transformers", "sentence_transformers", "relationalai", "mlflow", "ray", "datasets",
-         "llama_cpp", "openai", "anthropic", "onnxruntime", "spacy", "typesafe"}
+         "llama_cpp", "openai", "anthropic", "onnxruntime", "spacy", "typesafe", "slovnet", "navec", "natasha",
+         "pymorphy3"}
 
 
 def _module_name(path: Path) -> str:

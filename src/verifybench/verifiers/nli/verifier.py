@@ -38,8 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.errors import SuiteError
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
+from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
-from verifybench.verifiers.anchors.text import claims, detect_language, sentences
+from verifybench.verifiers.anchors.text import claims, sentences
 from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
@@ -49,6 +50,9 @@ MEMO_ITEMS = 4096  # sources whose sentences, token counts and windows are kept 
 # Models that ship inside the package (package data), by name: the default needs no download.
 BUILTIN_MODELS = {"consistency-minilm": ("models", "consistency-minilm")}
 DEFAULT_MODEL = "consistency-minilm"
+# What the built-in models were trained to read: a case in another language gets an error verdict naming
+# the reason instead of a score the model cannot mean (docs/consistency.md).
+BUILTIN_LANGUAGES = {"consistency-minilm": ("en",)}
 # A model folder may say how it was trained to be applied: options it sets when the suite leaves them out.
 MODEL_DEFAULTS_FILE = "verifybench.json"
 MODEL_DEFAULT_KEYS = ("entail_label", "window_tokens", "window_overlap", "top_k_windows", "claim_reduce", "hypothesis")
@@ -208,7 +212,9 @@ class NLIVerifier(Verifier):
 
     # -- cutting --------------------------------------------------------------------------------------
     def _language(self, text: str) -> str:
-        return detect_language(text) if self.options.language == "auto" else self.options.language
+        if self.options.language != "auto":
+            return self.options.language
+        return languages.resolve(languages.detect_language(text))
 
     def _memoised(self, key: tuple, make):
         if key not in self._memo:
@@ -219,6 +225,7 @@ class NLIVerifier(Verifier):
 
     def _windows(self, text: str, source_id: str, budget: int) -> list[Window]:
         o, lang = self.options, self._language(text)
+        lang = lang if languages.supported(lang) else "en"  # a source's language only picks its sentence splitter
         h = _sha(text)
         sents, counts = self._memoised(("sentences", h, lang), lambda: self._sentences(text, lang))
         return self._memoised(
@@ -237,6 +244,15 @@ class NLIVerifier(Verifier):
             raise ValueError("case has no source text; nli needs at least one source")
         p = _Prepared(case)
         p.language = lang = self._language(case.response)
+        if not languages.supported(lang):
+            raise ValueError(languages.unsupported_message(lang, "nli"))
+        reads = BUILTIN_LANGUAGES.get(o.model)
+        if reads is not None and lang not in reads:
+            raise ValueError(f"the response is in {languages.name(lang)} ({lang}), and the built-in model "
+                             f"{o.model!r} was trained on {', '.join(languages.name(x) for x in reads)} pairs "
+                             f"only: its score would not mean anything here. No offline {languages.name(lang)} "
+                             f"consistency model ships yet (docs/consistency.md); use anchors, or give `model:` "
+                             f"an NLI model that reads {languages.name(lang)}")
         room = model.max_length - model.overhead  # tokens for premise + hypothesis together
         text = case.response
         if o.aggregate == "pair":
