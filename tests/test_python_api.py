@@ -477,7 +477,9 @@ def test_a_60_case_team_without_enough_labels_is_told_how_to_get_a_threshold(tmp
              "sources": ["The Pro plan costs $29 per month."], "label": i % 2} for i in range(60)]
     run = verifybench.run(cases=rows, verifiers=["rouge"], out=tmp_path / "default")
     t = run.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]
-    assert t["value"] is None and "set `metrics: {min_per_class: N}`" in t["warning"]
+    # the warning names the minimum that would fit one, and what it costs (the threshold's interval)
+    assert t["value"] is None and "with `--min-per-class 15` (metrics: {min_per_class: 15})" in t["warning"]
+    assert "95% interval" in t["warning"] and "what a lower minimum costs" in t["warning"]
     lowered = verifybench.run(cases=rows, verifiers=["rouge"], metrics={"min_per_class": 10}, out=tmp_path / "ten")
     assert lowered.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]["value"] is not None
     # The operating-points plot (test F1 against latency) only where some verifier has a test F1.
