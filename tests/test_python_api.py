@@ -129,7 +129,7 @@ def test_the_same_data_as_a_suite_file_gives_identical_scores(frame_run):
 def test_load_run_gives_the_same_object(frame_run):
     run = frame_run["run"]
     loaded = verifybench.load_run(run.run_dir)
-    for name in ("cases", "verdicts", "metrics", "thresholds", "summary"):
+    for name in ("cases", "verdicts", "metrics", "threshold_table", "summary"):
         pd.testing.assert_frame_equal(getattr(loaded, name), getattr(run, name))
     assert loaded.n_cases == run.n_cases and loaded.n_error_verdicts == 0 and loaded.result is None
     assert "anchors" in repr(loaded) and "<table" in loaded._repr_html_()
@@ -485,3 +485,14 @@ def test_a_60_case_team_without_enough_labels_is_told_how_to_get_a_threshold(tmp
     # The operating-points plot (test F1 against latency) only where some verifier has a test F1.
     assert 'alt="operating points' not in Path(run.report_path).read_text(encoding="utf-8")
     assert 'alt="operating points' in Path(lowered.report_path).read_text(encoding="utf-8")
+
+
+def test_the_old_run_attributes_warn_and_keep_their_meaning(frame_run):
+    run = frame_run["run"]
+    with pytest.warns(DeprecationWarning, match="use Run.threshold_table"):
+        pd.testing.assert_frame_equal(run.thresholds, run.threshold_table)
+    with pytest.warns(DeprecationWarning, match="n_error_verdicts"):
+        assert run.errors == run.result.errors  # a fresh run: this call's errors
+    loaded = verifybench.load_run(run.run_dir)
+    with pytest.warns(DeprecationWarning, match="result.new_verdicts"):
+        assert loaded.new_verdicts == 0

@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
-from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
+from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,

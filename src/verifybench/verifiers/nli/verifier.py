@@ -37,8 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.errors import SuiteError
-from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors import language as languages
+from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import claims, sentences
 from verifybench.verifiers.base import Verifier, default_cache, operational
