@@ -21,7 +21,7 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any]) -> di
     warning when it is degenerate (it flags every calibration case, or none), the tuned
     calibration-split numbers, the test-split numbers with their intervals, and what flagging every
     test case would score."""
-    def point(m: dict | None, keys=("n", "precision", "recall", "f1", "accuracy")) -> dict | None:
+    def point(m: dict | None, keys: tuple[str, ...] = ("n", "precision", "recall", "f1", "accuracy")) -> dict | None:
         if not m:
             return None
         out = {k: m.get(k) for k in keys}
