@@ -27,7 +27,8 @@ class _Console(Console):
     """A console that prints full table cells when its output is not a terminal (a CI log, a pipe, a
     file): rich would otherwise take 80 columns and cut cells to "verifi…"."""
 
-    @property
+    # read-only here (rich's Console.size has a setter): this console's width is never set
+    @property  # type: ignore[misc]
     def size(self) -> ConsoleDimensions:
         dims = super().size
         if self._width is None and not self.is_terminal:

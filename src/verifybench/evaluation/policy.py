@@ -27,7 +27,7 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
     was fitted with: a guard (`verifybench.guard`) is built from them and refuses a verifier whose
     config hash differs. `run` is the run directory the thresholds were fitted on (a guard's cascade
     reads its calibration split)."""
-    def point(m: dict | None, keys=("n", "precision", "recall", "f1", "accuracy")) -> dict | None:
+    def point(m: dict | None, keys: tuple[str, ...] = ("n", "precision", "recall", "f1", "accuracy")) -> dict | None:
         if not m:
             return None
         out = {k: m.get(k) for k in keys}

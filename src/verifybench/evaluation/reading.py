@@ -20,7 +20,7 @@ POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results
 
 
 
-def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides) -> Settings:
+def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides: Any) -> Settings:
     """Metric settings of a run: the suite's `metrics:` block, a stored policy, then `overrides`."""
     s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"), where=manifest["suite"].get("path") or "<suite>",
                             **overrides)
@@ -44,7 +44,7 @@ def read_run(run_dir: Path, *settings: Settings) -> tuple[dict, pd.DataFrame, pd
 
 
 
-def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, pd.DataFrame, pd.DataFrame]:
+def metrics_for(run_dir: str | Path, **overrides: Any) -> tuple[dict, dict, pd.DataFrame, pd.DataFrame]:
     """A run's manifest and metrics (the suite's settings, then `overrides`), with its case table and
     verdict table (`verifybench.tables`: columns, not a dict and a Verdict per case)."""
     run_dir = Path(run_dir)
@@ -55,7 +55,7 @@ def metrics_for(run_dir: str | Path, **overrides) -> tuple[dict, dict, pd.DataFr
 
 
 
-def scored_frame(cases, verdicts, s: Settings) -> pd.DataFrame:
+def scored_frame(cases: pd.DataFrame, verdicts: pd.DataFrame, s: Settings) -> pd.DataFrame:
     """The verdict frame under settings `s` (slices, split, breakdown fields): the one `evaluate` reads."""
     return frame(cases, verdicts, s.by, s.seed, s.test_fraction, s.breakdown)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from verifybench.metrics.spans import SpanSet, case_counts, fit_unit_threshold, 
 from verifybench.metrics.summary import jsonable
 from verifybench.metrics.thresholds import split_roles
 from verifybench.rundir import CASES, RESULTS, iter_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NOT_FOUND, AMBIGUOUS = "spans_not_found", "spans_ambiguous"
 
@@ -195,7 +198,8 @@ def pair_section(group: np.ndarray, grouped: np.ndarray, label: np.ndarray, slic
     return summary, per
 
 
-def _row_pairs(t: CaseTable, scores: dict[str, np.ndarray], s: Settings):
+def _row_pairs(t: CaseTable, scores: dict[str, np.ndarray], s: Settings
+               ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     grouped = np.array([g is not None for g in t.group], dtype=bool)
     codes: dict[str, int] = {}
     group = np.array([codes.setdefault(json.dumps(g, sort_keys=True, default=str), len(codes)) if g is not None
@@ -203,7 +207,8 @@ def _row_pairs(t: CaseTable, scores: dict[str, np.ndarray], s: Settings):
     return pair_section(group, grouped, t.label, t.slice, scores, s)
 
 
-def _table_pairs(cases, scored, s: Settings):
+def _table_pairs(cases: pd.DataFrame, scored: pd.DataFrame, s: Settings
+                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The pair section from the columnar case table and metrics frame (`tables`, `metrics.frame`): what
     `finish` already holds, so a million grouped cases cost no dict or JSON parse per case."""
     n = len(cases)
@@ -215,7 +220,7 @@ def _table_pairs(cases, scored, s: Settings):
     ok = scored["ok"].to_numpy(bool)
     score = scored["score"].to_numpy(float)
     verifier = scored["verifier"].astype(str).to_numpy()
-    scores = {}
+    scores: dict[str, np.ndarray] = {}
     for vid in dict.fromkeys(verifier):  # file order, as results.jsonl lists them
         mine = (verifier == vid) & ok
         scores[vid] = np.full(n, np.nan)
@@ -234,8 +239,8 @@ def _scan(path: Path) -> tuple[bool, bool]:
     return spans, grouped
 
 
-def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings, cases=None, scored=None
-                ) -> dict[str, Any]:
+def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings, cases: pd.DataFrame | None = None,
+                scored: pd.DataFrame | None = None) -> dict[str, Any]:
     """Add span and pair metrics to a run's metrics (in place; also returned). With the run's case table
     and metrics frame (`cases`, `scored`), pairs of a run without gold spans are measured from those
     columns; span metrics read the case index's rows and the units they need from the files."""
@@ -245,7 +250,7 @@ def add_metrics(metrics: dict[str, Any], run_dir: str | Path, s: Settings, cases
         return metrics
     verifiers = metrics.setdefault("verifiers", {})
 
-    def add_pairs(summary, per):
+    def add_pairs(summary: dict[str, Any], per: dict[str, dict[str, Any]]) -> None:
         if summary["pairs"]:
             metrics["pairs"] = jsonable(summary)
             for vid, entry in per.items():

@@ -125,7 +125,7 @@ def suite_scope_hash(raw: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(scope, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _float(x) -> float | None:
+def _float(x: Any) -> float | None:
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
 
 
@@ -444,7 +444,7 @@ def _cost_checks(vid: str, key: str, bs: dict, cs: dict, max_rise: dict[str, flo
     return checks
 
 
-def _fmt(x) -> str:
+def _fmt(x: float | None) -> str:
     return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
 
 
@@ -546,7 +546,7 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
         policy: thresholds to use instead of the run's own fitted ones.
     """
     run_dir = Path(run_dir)
-    overrides = {}
+    overrides: dict[str, Any] = {}
     if policy is not None:
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
@@ -584,7 +584,8 @@ def baseline_notes(doc: dict[str, Any], policy: dict[str, dict[str, float | None
 
 def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | None = None,
          max_rise: list[str] | None = None, min_cases: int = GATE_MIN_CASES, slices: str = "all",
-         junit: str | Path | None = None, summary: str | Path | None = None, allow_batch_latency: bool = False):
+         junit: str | Path | None = None, summary: str | Path | None = None, allow_batch_latency: bool = False
+         ) -> GateResult:
     """Compare a run with a committed baseline; see this module's docstring for the rules.
 
     Returns a `GateResult` (exit code 0, 1, or 2 when a metric asked for by name cannot be gated); raises

@@ -33,7 +33,7 @@ from verifybench.rundir import (
 )
 from verifybench.suite import expand_environment
 from verifybench.tables import release_memory
-from verifybench.verifiers import get_verifier_class
+from verifybench.verifiers import Verifier, get_verifier_class
 
 
 def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
@@ -80,7 +80,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     # The per-case view: its few verdicts and case rows are read back whole (units, texts) by offset.
     picks = {vid: reporting.worst_rows(f, vid, m["overall"]["threshold"]["value"])
              for vid, m in metrics["verifiers"].items()}
-    worst = {}
+    worst: dict[str, list[dict[str, Any]]] = {}
     for vid, rows in picks.items():
         idx = [i for _, i in rows]
         verdicts_shown = read_verdicts_at(run_dir, f["offset"].to_numpy()[idx])
@@ -88,7 +88,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
     del f
     release_memory()  # before the dataset is read again
-    notes = list(saved_notes)
+    notes: list[str] = list(saved_notes)
     try:
         with phase("reading the dataset back (shortcut cues, sources of the cases shown)"):
             cues, sources = scan_dataset(resume_suite(run_dir, data_dir),
@@ -138,7 +138,8 @@ def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[st
             cls = get_verifier_class(v["name"])
         except VerifybenchError:
             continue
-        if not callable(getattr(cls, "run_notes", None)):
+        hook = getattr(cls, "run_notes", None)
+        if hook is Verifier.run_notes or not callable(hook):  # the base's hook says nothing
             continue
         # Stored as written (`${VAR}` names, not values): read from the environment again here.
         options = {k: expand_environment(val) for k, val in v["config"].items() if k in cls.Options.model_fields}

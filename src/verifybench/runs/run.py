@@ -15,6 +15,7 @@ thresholds metrics.json records.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
     from verifybench.gating.compare import Comparison
     from verifybench.gating.gate import GateResult
+    from verifybench.metrics.settings import Settings
     from verifybench.pipeline.runner import RunResult
     from verifybench.tracking.mlflow_store import Logged
 
@@ -54,7 +56,8 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
-def _leaves(d: dict[str, Any], prefix: str = "", skip: frozenset[str] = frozenset({"ci"})):
+def _leaves(d: dict[str, Any], prefix: str = "", skip: frozenset[str] = frozenset({"ci"})
+            ) -> Iterator[tuple[str, Any]]:
     """(dotted name, value) of every number (or null) in a nested dict; a confusion matrix's counts by
     their own names (tp, fp, fn, tn)."""
     for k, v in d.items():
@@ -81,7 +84,8 @@ def tidy_metrics(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     for the operating point reported. Keys this reader does not know are kept, by their dotted names."""
     rows: list[dict[str, Any]] = []
 
-    def add(vid, key, split, metric, value, ci=(None, None)):
+    def add(vid: str, key: str, split: str, metric: str, value: Any,
+            ci: tuple[float | None, float | None] = (None, None)) -> None:
         rows.append({"verifier": vid, "slice": key, "split": split, "metric": metric,
                      "value": _number(value), "ci_low": ci[0], "ci_high": ci[1]})
 
@@ -258,7 +262,7 @@ class Run:
     # --- frames ------------------------------------------------------------------------------------------
 
     @cached_property
-    def _settings(self):
+    def _settings(self) -> Settings:
         from verifybench.evaluation.reading import settings_for
 
         return settings_for(self.run_dir, self.manifest)

@@ -203,6 +203,12 @@ class Verifier(ABC):
         the workers, so the path must be one they can write to (a shared file system)."""
         self.run_dir = Path(run_dir)
 
+    def run_notes(self, case_ids: set[str]) -> list[str]:
+        """Optional hook: what the report should say about the run as a whole once every case id of it is
+        known (say, a predictions file's ids that match no case). The default says nothing, and a run's
+        finish builds a verifier for its notes only when its class overrides this."""
+        return []
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, {self.options!r})"
 

@@ -289,7 +289,7 @@ def missing_field_message(batch: list[Case], name: str) -> str | None:
     that exist there across the batch (so `meta.published.hhem-2.1`, whose key holds dots, is answered
     with `meta` holding "published.hhem-2.1")."""
     parts = parse_path(name)
-    deepest, keys = 0, set()
+    deepest, keys = 0, set[str]()
     for case in batch:
         value: Any = getattr(case, parts[0], None)
         depth = 1

@@ -44,7 +44,7 @@ class LocalBackend:
         self.model = LocalDecisionModel(params, Featurizer(cache_dir=cache_dir, batch_size=batch_size))
 
     @property
-    def thresholds(self) -> dict[str, float]:
+    def thresholds(self) -> dict[str, float | None]:
         return {"instructions": self.model.threshold("injection"), "contradiction": self.model.threshold("contradiction")}
 
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
@@ -55,7 +55,7 @@ class LocalBackend:
             answers[i, u.key].instructions = p
         with_q = [(i, u) for i, u in flat if items[i][0].question and u.kind != "answer"]
         if with_q:
-            levels = self.model.relevance([items[i][0].question for i, _ in with_q], [u.text for _, u in with_q])
+            levels = self.model.relevance([items[i][0].question or "" for i, _ in with_q], [u.text for _, u in with_q])
             top = levels.shape[1] - 1
             for (i, u), row in zip(with_q, levels):
                 a = answers[i, u.key]

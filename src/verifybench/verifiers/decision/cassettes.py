@@ -41,7 +41,7 @@ def request_body(request: httpx2.Request) -> object:
         try:
             from backports.zstd import decompress
         except ImportError:  # Python 3.14 has it in the standard library
-            from compression.zstd import decompress  # type: ignore[no-redef]
+            from compression.zstd import decompress
         content = decompress(content)
     return json.loads(content) if content else None
 

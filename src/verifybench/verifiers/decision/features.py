@@ -66,7 +66,7 @@ def windows(text: str, max_words: int = WINDOW_WORDS) -> list[Window]:
             s = start + m.end()
         pieces.append((s, pos))
     out: list[Window] = []
-    cur_start, cur_end, cur_words = None, None, 0
+    cur_start, cur_end, cur_words = None, 0, 0  # cur_end is read only while cur_start is set
     for s, e in pieces:
         n = len(text[s:e].split())
         if n == 0:

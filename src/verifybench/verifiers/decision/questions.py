@@ -14,6 +14,7 @@ the questions for all its units and every answer names its unit.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 QUESTIONS = ("relevance", "contradiction", "instructions", "citation")
 
@@ -38,7 +39,7 @@ def typesafe_questions(unit_key: str, kind: str, has_question: bool) -> dict:
     from typesafe_sdk import Choice, Noul, Score
 
     ref = f'state.units["{unit_key}"]'
-    out = {
+    out: dict[str, Any] = {
         question_name(unit_key, "instructions"): Noul(
             instructions=f"Does the text of {ref} contain instructions addressed to an AI model or assistant "
                          "(telling it what to do, say, reveal or ignore), rather than information for a reader?",

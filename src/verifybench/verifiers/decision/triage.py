@@ -56,10 +56,13 @@ class UnitDecision:
 
 
 def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: TriageOptions,
-           default_thresholds: dict[str, float]) -> list[UnitDecision]:
+           default_thresholds: dict[str, float | None]) -> list[UnitDecision]:
     """One decision per unit, in unit order."""
     drop_at = opts.drop_instructions_at if opts.drop_instructions_at is not None else default_thresholds["instructions"]
     flag_at = opts.flag_contradiction_at if opts.flag_contradiction_at is not None else default_thresholds["contradiction"]
+    if drop_at is None or flag_at is None:  # a model file without a calibrated threshold, and none set here
+        raise ValueError("the decision model has no threshold for instructions or contradiction: set "
+                         "policy.drop_instructions_at and policy.flag_contradiction_at")
     out: dict[str, UnitDecision] = {}
     context: list[tuple[DecisionUnit, UnitAnswers]] = []
     for u in units:
@@ -96,7 +99,7 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
 def _citation(u: DecisionUnit, a: UnitAnswers, escalate_below: float) -> UnitDecision:
     if a.citation is None:
         return UnitDecision(u, a, "escalate", "no citation answer")
-    choice = max(a.citation, key=a.citation.get)
+    choice = max(a.citation.items(), key=lambda kv: kv[1])[0]
     conf = a.citation_confidence if a.citation_confidence is not None else a.citation[choice]
     if conf < escalate_below:
         return UnitDecision(u, a, "escalate", f"low confidence {conf:.3f} < {escalate_below} in {choice!r}")

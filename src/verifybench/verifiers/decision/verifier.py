@@ -60,7 +60,7 @@ class DecisionOptions(BaseModel):
 class DecisionVerifier(Verifier):
     name: ClassVar[str] = "decision"
     description: ClassVar[str] = "decision-model filter: typed questions per unit, drop/flag/rank/trim/escalate policy"
-    probabilistic: ClassVar[bool] = True
+    probabilistic = True  # a class default, set per instance from the question below
     Options: ClassVar[type[BaseModel]] = DecisionOptions
     lazy = ("_backend",)
 

@@ -208,6 +208,8 @@ class TwoGateAgent:
                 step = Step(reply, "tool_call", rejections=rejected)
                 if rejected:  # gate 1 failed: no graph query for this call
                     step.feedback = rejection_message(rejected, [])
+                elif self.checker is None:
+                    raise ValueError("the model called the graph tool, but this agent has no checker (gate 2)")
                 else:
                     step.checks = self.checker.check(accepted)
                     if all(c.status == "entailed" for c in step.checks):

@@ -190,6 +190,7 @@ class Claim(BaseModel):
     def _normalise(self, info: ValidationInfo) -> Claim:
         schema: Schema = (info.context or {})["schema"]
         claim_type = schema.canonical(self.claim_type)
+        assert claim_type is not None  # _known refused an unknown type
         kind = schema.kind(claim_type)
         try:
             normalised = normalise(kind, self.value)

@@ -145,12 +145,12 @@ class Checker:
         self._rules: dict[str, Rule] = {}
         self._rule_facts: dict[str, list[tuple[str, bool, str]]] = {}
         self._facts_rows: list[dict] | None = None  # live mode: the proof facts of each subject
-        self._store = None  # in-process DuckDB holding the derived values (materialised mode)
+        self._store: Any = None  # in-process DuckDB holding the derived values (materialised mode)
         self._store_lock = threading.Lock()
         self._type_code = {t: i for i, t in enumerate(self.pack.claims)}
         self._width = len(self._type_code)
         self._fact_names: list[str] = []
-        self._live_query = self._build_live_query() if mode == "live" else None
+        self._live_query: Any = self._build_live_query() if mode == "live" else None
 
     def _build_live_query(self):
         from relationalai.semantics import String
@@ -240,6 +240,7 @@ class Checker:
             finally:
                 s.unregister("_claims_batch")
             df = self._live_query.to_df()
+        assert self._facts_rows is not None  # prepare() reads them in live mode
         out = []
         for r in df.to_dict("records"):
             row = {"idx": r["idx"], "value": r["expected"], "rule": r["rule"], "basis": r["basis"]}
@@ -264,6 +265,7 @@ class Checker:
         entity = self.pack.subject_table.entity
         what = f"{claim.claim_type} of {entity} {claim.subject_id}"
         if not rows:
+            assert self._subjects is not None  # rows() prepared them
             if claim.subject_id not in self._subjects:
                 return ClaimCheck(index, claim, "unsupported",
                                   reason=f"no {entity} {claim.subject_id!r} in the knowledge graph")

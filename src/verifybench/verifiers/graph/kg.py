@@ -22,6 +22,7 @@ import copy
 import itertools
 import os
 import threading
+from typing import Any
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ from verifybench.verifiers.base import default_cache
 from verifybench.verifiers.graph.facts import Facts
 from verifybench.verifiers.graph.pack import Pack, PackError
 
-LOCAL_DUCKDB = {"connections": {"local": {"type": "duckdb", "path": ":memory:"}},
+LOCAL_DUCKDB: dict[str, Any] = {"connections": {"local": {"type": "duckdb", "path": ":memory:"}},
                 "deployment": {"schema": "verifybench_kg", "auto_deploy": True},
                 # Debug mode (on by default) pretty-prints every compiled SQL statement for tracing: about
                 # half the time of a small query.
@@ -74,7 +75,7 @@ class KnowledgeGraph:
             # RelationalAI emits the model a second time for Snowflake and checks that SQL too.
             settings.setdefault("deployment", {})["check_snowflake_portability"] = True
         self.config = create_config(**settings)
-        self.session = None
+        self.session: Any = None  # a RelationalAI DuckDB session, opened on first use
         self.lock = threading.Lock()  # one DuckDB connection: queries of one graph run one at a time
         if source_tables is not None:
             missing = sorted(set(self.pack.tables) - set(source_tables))

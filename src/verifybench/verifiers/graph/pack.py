@@ -188,6 +188,8 @@ def _import_rules(pack: Pack) -> ModuleType:
     slug = re.sub(r"\W", "_", pack.name)
     name = f"verifybench_pack_{slug}_{next(_module_count)}"
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # not a Python file
+        raise PackError(f"{path}: not a Python module (pack.yaml: rules)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     try:
@@ -240,6 +242,8 @@ def _entry_point_folder(name: str) -> Path:
     except Exception as e:  # noqa: BLE001 - whatever a plugin raises on import, say which pack it was
         raise PackError(f"graph pack {name!r} (entry point {ep.value!r}) cannot be loaded: {e}") from None
     if isinstance(obj, ModuleType):
+        if obj.__file__ is None:  # a namespace package has no file to find the pack beside
+            raise PackError(f"graph pack {name!r} (entry point {ep.value!r}) names a module without a file")
         return Path(obj.__file__).parent
     return Path(str(obj))
 
@@ -340,9 +344,9 @@ def _parse(folder: Path, spec: Path) -> Pack:
     for t in tables.values():
         if entities.count(t.entity) > 1:
             raise where.error(f"entity {t.entity!r} names two tables", "tables", t.name, "entity")
-        for c in t.columns.values():
-            if c.references is not None and c.references not in tables:
-                raise where.error(f"references unknown table {c.references!r}", "tables", t.name, "columns", c.source)
+        for col in t.columns.values():
+            if col.references is not None and col.references not in tables:
+                raise where.error(f"references unknown table {col.references!r}", "tables", t.name, "columns", col.source)
 
     subj = data["subject"]
     if isinstance(subj, str):
@@ -350,7 +354,7 @@ def _parse(folder: Path, spec: Path) -> Pack:
     subj = _mapping(where, subj, "subject")
     _known(where, subj, {"table", "concept"}, "subject")
     subject = subj.get("table")
-    if subject not in tables:
+    if not isinstance(subject, str) or subject not in tables:
         raise where.error(f"{subject!r} is not one of the tables ({', '.join(tables)})", "subject")
     concept = subj.get("concept") or subject.rstrip("s").capitalize()
     basis = data.get("basis")
@@ -403,7 +407,7 @@ def _table(where: _Where, folder: Path, name: str, t: dict) -> Table:
     if not columns:
         raise where.error("a table needs columns", "tables", name, "columns")
     key = t.get("key")
-    if key not in columns:
+    if not isinstance(key, str) or key not in columns:
         raise where.error(f"key {key!r} is not one of the columns", "tables", name, "key")
     file = folder / t["file"] if t.get("file") else None
     if file is not None and file.suffix not in (*FACT_FORMATS, ".duckdb", ".db"):

@@ -190,4 +190,4 @@ class LLMExtractor:
                                          self.max_tokens, usage, self.repairs)
         if problem:
             return Extraction(problem=problem, raw=reply[:500], usage=usage)
-        return Extraction(claims=claims, raw=reply, usage=usage)
+        return Extraction(claims=claims or [], raw=reply, usage=usage)

@@ -211,7 +211,7 @@ class GraphVerifier(Verifier):
         return verdicts  # type: ignore[return-value]
 
     def _verdict(self, case: Case, checks: list[ClaimCheck], rejected: list[Rejection], detail: dict) -> Verdict:
-        raws = case.claims if detail.get("claims_from") == "case" else detail.get("extracted") or []
+        raws = (case.claims or []) if detail.get("claims_from") == "case" else detail.get("extracted") or []
         units = [Unit(text=_claim_text(r.raw), score=1.0, status="rejected", evidence=r.reason,
                       detail={"index": r.index, "gate": 1, "reason": r.reason}, **_span(raws, r.index))
                  for r in rejected]
@@ -224,7 +224,7 @@ class GraphVerifier(Verifier):
                               score=self.weight(c.status), status=c.status, evidence=c.reason, detail=d,
                               **_span(raws, c.index)))
         units.sort(key=lambda u: u.detail["index"])
-        weights = [u.score for u in units]
+        weights = [u.score for u in units if u.score is not None]  # every unit here has one
         score = 0.9 * max(weights) + 0.1 * sum(w > 0 for w in weights) / len(weights)
         counts = {s: sum(u.status == s for u in units)
                   for s in ("entailed", "contradicted", "unsupported", "conflict", "rejected")}

@@ -18,6 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -102,10 +103,11 @@ class PairModel:
         self.requested_max_length = max_length
         self.device_option = device
         self.batch_size = batch_size
-        self._model = None
-        self._tok = None
-        self._ce = None
-        self._onnx = None
+        # Heavy parts, built on first use (transformers, sentence-transformers, onnxruntime objects).
+        self._model: Any = None
+        self._tok: Any = None
+        self._ce: Any = None
+        self._onnx: Any = None
         self._max_length: int | None = None
         self._overhead: int | None = None
 
@@ -236,12 +238,14 @@ class PairModel:
         if self.requested_max_length is not None:
             return self.requested_max_length
         self.load()
+        assert self._max_length is not None  # load() sets it
         return self._max_length
 
     @property
     def overhead(self) -> int:
         """Tokens a pair costs beyond its premise and hypothesis: special tokens, or the template's words."""
         self.load()
+        assert self._overhead is not None  # load() sets it
         return self._overhead
 
     def count(self, texts: Sequence[str]) -> list[int]:
@@ -274,7 +278,7 @@ class PairModel:
         lengths = [len(x) for x in enc["input_ids"]]
         truncated = np.array([n > limit for n in lengths], dtype=bool)
         fitted = list(pairs)
-        for i in np.flatnonzero(truncated):
+        for i in np.flatnonzero(truncated).tolist():
             p, h = pairs[i]
             over = lengths[i] - limit
             fitted[i] = (self._cut_premise(p, max(0, self.count([p])[0] - over - 1)), h)
@@ -328,6 +332,7 @@ class PairModel:
                 if out is None:
                     out = np.empty((len(order), logits.shape[1]), dtype=np.float32)
                 out[idx] = logits
+        assert out is not None  # logits() returns early when there are no pairs
         return out
 
     def _forward_onnx(self, features: list[dict], order: np.ndarray) -> np.ndarray:
@@ -341,6 +346,7 @@ class PairModel:
             if out is None:
                 out = np.empty((len(order), logits.shape[1]), dtype=np.float32)
             out[i] = logits[0]
+        assert out is not None  # logits() returns early when there are no pairs
         return out
 
     def __getstate__(self):

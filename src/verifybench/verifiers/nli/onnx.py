@@ -65,11 +65,10 @@ def export_int8(torch_model, input_names: list[str], target: Path) -> Path:
             elif name == "token_type_ids":
                 x[:, :4] = 0
             dummy.append(x)
-        dummy = tuple(dummy)
         axes = {name: {0: "batch", 1: "sequence"} for name in input_names}
         model = torch_model.float().eval()
         with torch.inference_mode():
-            torch.onnx.export(model, dummy, str(fp32), input_names=input_names, output_names=["logits"],
+            torch.onnx.export(model, tuple(dummy), str(fp32), input_names=input_names, output_names=["logits"],
                               dynamic_axes={**axes, "logits": {0: "batch"}}, opset_version=OPSET, dynamo=False)
         quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True,
                          op_types_to_quantize=["MatMul"])

@@ -51,7 +51,8 @@ def split_long(text: str, start: int, end: int, count: Counter, budget: int) -> 
     if not words:
         return []
     counts = count([text[a:b] for a, b in words])
-    out, lo, hi, total = [], None, None, 0
+    out: list[tuple[int, int, int]] = []
+    lo, hi, total = None, start, 0  # hi is set at the first word
     for (a, b), c in zip(words, counts):
         if lo is not None and total + c > budget:
             out.append((lo, hi, total))
@@ -59,6 +60,7 @@ def split_long(text: str, start: int, end: int, count: Counter, budget: int) -> 
         if lo is None:
             lo = a
         hi, total = b, total + c
+    assert lo is not None  # set at the first word, and words is not empty
     out.append((lo, hi, total))
     return out
 
