@@ -42,7 +42,7 @@ def test_the_log_reader_skips_and_reports_a_torn_last_line(guard_log, qa_run):
     bad.mkdir(exist_ok=True)
     (bad / "decisions-1-0.jsonl").write_text('{"id": "a", "response": "x", "decision": {"checks": []}}\n{oops\n'
                                              '{"id": "b", "response": "y", "decision": {"checks": []}}\n')
-    with pytest.raises(vb.VerifybenchError, match=r"decisions-1-0.jsonl:2: not JSON"):
+    with pytest.raises(vb.VerifybenchError, match=r"decisions-1-0.jsonl:2: not a JSON line"):
         read_log(bad)
     (bad / "decisions-1-0.jsonl").write_text('{"id": "a", "response": "x", "decision": {"checks": [{"score": 1}]}}\n')
     with pytest.raises(vb.VerifybenchError, match=r"decisions-1-0.jsonl:1: field 'decision.checks\[0\].verifier'"):

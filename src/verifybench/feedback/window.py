@@ -12,14 +12,13 @@ the decisions as columns.)
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from verifybench.errors import VerifybenchError
+from verifybench.errors import RecordError, VerifybenchError
 from verifybench.feedback.runs import RunTable, read_run
 from verifybench.metrics.settings import OVERALL
 from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_json
@@ -83,39 +82,24 @@ def _check_record(rec: Any, where: str) -> dict[str, Any]:
 
 
 def read_log(log_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every decision record of a log directory (files in name order, lines in file order), and the
-    torn last lines skipped, as 'file:line: why'."""
+    """Every decision record of a log directory (the `guardlog` loader's reader: files by pid and
+    sequence, lines in file order), each checked for the fields a queue and drift read, and the torn
+    last lines skipped, as 'file:line: why'."""
+    from verifybench.loaders.guardlog import TornLines, iter_log
+
     d = Path(log_dir)
     if not d.is_dir():
         raise LogError(f"{d}: not a guard log directory")
-    files = sorted(d.glob(LOG_GLOB))
-    if not files:
+    if not any(d.glob(LOG_GLOB)):
         raise LogError(f"{d}: no decision log files ({LOG_GLOB}) in it")
-    records: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    for path in files:
-        data = path.read_bytes()
-        lines = data.split(b"\n")
-        complete = data.endswith(b"\n")
-        last = len(lines) - 1  # after a final newline the last piece is empty
-        for n, raw in enumerate(lines, 1):
-            if n == last + 1 and not raw:
-                break
-            if not raw.strip():
-                continue
-            is_last = n == last + 1 or (complete and n == last)
-            if not complete and n == last + 1:
-                skipped.append(f"{path.name}:{n}: a torn last line ({len(raw)} bytes without a newline), skipped")
-                break
-            try:
-                rec = json.loads(raw)
-            except ValueError as e:
-                if is_last:
-                    skipped.append(f"{path.name}:{n}: a torn last line (not JSON: {e}), skipped")
-                    break
-                raise LogError(f"{path}:{n}: not JSON ({e})") from None
-            records.append(_check_record(rec, f"{path}:{n}"))
-    return records, skipped
+    torn = TornLines()
+    records = []
+    for item in iter_log(d, torn):
+        if isinstance(item, RecordError):
+            raise LogError(str(item)) from None
+        records.append(_check_record(item.data, f"{item.loc.file}:{item.loc.line}"))
+    named = (f"{Path(file).name}:{line}" for file, line in (w.rsplit(":", 1) for w in torn.where))
+    return records, [f"{where}: a torn last line (no newline: a writer killed mid-write), skipped" for where in named]
 
 
 def from_log(log_dir: str | Path) -> Window:
