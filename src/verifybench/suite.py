@@ -142,6 +142,7 @@ def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> lis
         raise SuiteError(f"{where}: 'verifiers' must be a non-empty list")
     entries: list[VerifierEntry] = []
     for i, item in enumerate(raw):
+        options: Any
         if isinstance(item, str):
             name, options = item, {}
         elif isinstance(item, dict) and len(item) == 1:
@@ -188,8 +189,8 @@ def _as_written(value: Any, written: Any) -> Any:
         w = written if isinstance(written, dict) else {}
         return {k: _as_written(v, w.get(k)) for k, v in value.items()}
     if isinstance(value, list):
-        w = written if isinstance(written, list) and len(written) == len(value) else [None] * len(value)
-        return [_as_written(v, x) for v, x in zip(value, w)]
+        items = written if isinstance(written, list) and len(written) == len(value) else [None] * len(value)
+        return [_as_written(v, x) for v, x in zip(value, items)]
     return value
 
 

@@ -82,7 +82,7 @@ class RayExecutor:
         self.batches_per_block = batches_per_block
         self.num_cpus = num_cpus
         self._owns_ray = False
-        self._ray = None
+        self._ray: Any = None  # the ray module, imported on entering
 
     def __enter__(self) -> RayExecutor:
         ray = self._ray = _import_ray(local=self.address is None)
@@ -151,7 +151,8 @@ class RayExecutor:
         The driver keeps one block in memory at a time; the object store spills to disk when full."""
         import pyarrow as pa
 
-        refs, rows = [], {_BATCH: [], _CASES: [], _SKIP: []}
+        refs: list[Any] = []
+        rows: dict[str, list[Any]] = {_BATCH: [], _CASES: [], _SKIP: []}
 
         def flush():
             refs.append(self._ray.put(pa.table({_BATCH: pa.array(rows[_BATCH], pa.int64()),
@@ -194,7 +195,7 @@ def score_block(block, verifier: Verifier):
     """Score one block of batches with one verifier: one result row per batch that had work."""
     import pyarrow as pa
 
-    out = {_VERIFIER: [], _BATCH: [], _VERDICTS: [], _SECONDS: []}
+    out: dict[str, list[Any]] = {_VERIFIER: [], _BATCH: [], _VERDICTS: [], _SECONDS: []}
     columns = block.to_pydict()
     for i, cases, skip in zip(columns[_BATCH], columns[_CASES], columns[_SKIP]):
         batch: list[Case] = pickle.loads(cases)

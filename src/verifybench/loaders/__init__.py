@@ -353,9 +353,10 @@ def _all_local(value: Any) -> bool:
 
 
 # Built-in loaders declare what they read; the rest of the options are settings.
-for _fn in (generic.jsonl, generic.json, generic.csv, generic.parquet, halueval, bipia, tensortrust,
-            attributionbench, records):
-    _fn.files = lambda path, **_: [path]  # type: ignore[attr-defined]
+_BUILT_IN: list[Any] = [generic.jsonl, generic.json, generic.csv, generic.parquet, halueval, bipia, tensortrust,
+                        attributionbench, records]
+for _fn in _BUILT_IN:
+    _fn.files = lambda path, **_: [path]
 # Its path is the whole shared datasets folder; it reads two benchmarks of it.
 injection_sets.files = lambda path, **_: [Path(path) / "bipia", Path(path) / "tensortrust"]  # type: ignore[attr-defined]
 generic.hf.files = lambda data_files=None, **_: [data_files] if data_files else []  # type: ignore[attr-defined]

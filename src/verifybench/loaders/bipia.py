@@ -139,9 +139,8 @@ def _cases(root: Path, split: str, tasks: list[str], positions: list[str], k: in
                 yield rec
                 continue
             context, question, ideal = _text(rec, "context"), _text(rec, question_field), _text(rec, "ideal")
-            bad = next((v for v in (context, question, ideal) if isinstance(v, RecordError)), None)
-            if bad is not None:
-                yield bad
+            if isinstance(context, RecordError) or isinstance(question, RecordError) or isinstance(ideal, RecordError):
+                yield next(v for v in (context, question, ideal) if isinstance(v, RecordError))
                 continue
             row = rec.loc.index
             base = f"bipia-{task}-{split}-{row}"

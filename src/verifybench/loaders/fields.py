@@ -168,7 +168,7 @@ def label_key(value: Any) -> Any:
     compare stripped and lower-cased. A NaN (pandas' missing value) is a missing label, not a value."""
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return int(value)
-    if isinstance(value, numbers.Number):
+    if isinstance(value, numbers.Real):
         f = float(value)
         if math.isnan(f):
             raise MissingLabel("the label is missing (NaN)")
@@ -192,8 +192,8 @@ def _str_key(value: str) -> Any:
     return label_key(f) if math.isfinite(f) else s
 
 
-def _key_set(values: list[Any]) -> set:
-    return {k for k in map(label_key, values) if isinstance(k, (str, int, float))}
+def _key_set(values: list[Any] | None) -> set:
+    return {k for k in map(label_key, values or []) if isinstance(k, (str, int, float))}
 
 
 def parse_label(value: Any, hallucinated: list[Any], faithful: list[Any]) -> bool:

@@ -214,7 +214,7 @@ def read_hf(
     except ImportError:
         raise DataError("the 'hf' loader needs the datasets package: pip install 'verifybench[hf]'") from None
 
-    ds = datasets.load_dataset(
+    ds = datasets.load_dataset(  # type: ignore[attr-defined]  # datasets re-exports it without __all__
         path, name=name, split=split, data_files=data_files, revision=revision, streaming=True
     )
     where = f"hf:{path}" + (f"/{name}" if name else "") + f"[{split}]"

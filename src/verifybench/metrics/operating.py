@@ -3,6 +3,8 @@ quality against latency and cost."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -30,7 +32,7 @@ def latency_kind_codes(kinds) -> np.ndarray:
     return codes
 
 
-def latency_summary(latency_ms, units=None, kinds=None) -> dict[str, float]:
+def latency_summary(latency_ms, units=None, kinds=None) -> dict[str, Any]:
     """p50/p95/p99/mean per case, cases per second of verifier time, and per unit (claim) if given.
 
     Args:

@@ -9,6 +9,7 @@ plain JSON-able data: the report and the CLI only read numbers.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,7 +113,7 @@ def _by_appearance(c: pd.Categorical) -> pd.Categorical:
 
 
 def frame(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame, by: str = "doc_type", seed: int = 0,
-          test_fraction: float = 0.5, breakdown: list[str] = ()) -> pd.DataFrame:
+          test_fraction: float = 0.5, breakdown: Sequence[str] = ()) -> pd.DataFrame:
     """One row per (verifier, case): label, slice, role (calibration/test), score, error, ok (scored,
     no error), latency and how it was measured, cost, and a `bd:<field>` column per breakdown field.
 
@@ -368,18 +369,17 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
         if min(n_pos, n_neg) < s.min_per_class:
             t["warning"] = (f"too few cases to fit a threshold: the calibration split has {n_pos} hallucinated and "
                             f"{n_neg} faithful scored cases (minimum {s.min_per_class} of each)")
-            own = _own_fit(r, cal_ok, s) if min(n_pos, n_neg) >= 1 else None
-            if own is not None:
-                t["own_fit"] = own  # what `--min-per-class` low enough would give this slice
-            fell_back = parent is not None and parent.get("value") is not None
-            if fell_back:
+            own_fit = _own_fit(r, cal_ok, s) if min(n_pos, n_neg) >= 1 else None
+            if own_fit is not None:
+                t["own_fit"] = own_fit  # what `--min-per-class` low enough would give this slice
+            if parent is not None and parent.get("value") is not None:
                 t.update(value=parent["value"], kind="fallback", fallback_from=OVERALL,
                          source=f"fallback: the {OVERALL!r} threshold ({parent['source']})",
                          degenerate=parent.get("degenerate"),
                          near_degenerate=_near_degenerate(r, mask, parent["value"]))
                 t["warning"] += f"; it uses the {OVERALL!r} threshold {_with_interval(parent)}"
-            t["warning"] += _lower_minimum_cost(own, min(n_pos, n_neg), key)
-            if fell_back:
+            t["warning"] += _lower_minimum_cost(own_fit, min(n_pos, n_neg), key)
+            if t["kind"] == "fallback":
                 return t
         else:
             cal_curve = sorted_curve(r.label[cal_ok], r.score[cal_ok])
@@ -486,7 +486,7 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
         everything = np.ones(len(r.label), bool)
         split_from = out["split_from"]
         overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from)
-        entry = {"probabilistic": prob, "binary": vid in s.binary, "overall": overall, "slices": {}}
+        entry: dict[str, Any] = {"probabilistic": prob, "binary": vid in s.binary, "overall": overall, "slices": {}}
         for i, key in enumerate(r.slices):
             entry["slices"][key] = slice_metrics(r, r.slice == i, s, vid, key, prob, parent=overall["threshold"],
                                                  split_from=split_from)
@@ -584,7 +584,7 @@ def shortcuts(cases: list[dict] | pd.DataFrame, cues: dict[str, dict[str, float]
         y = label[sel]
         if min(int(y.sum()), len(y) - int(y.sum())) < SHORTCUT_MIN_PER_CLASS:
             continue  # an AUROC over a dozen cases would warn about noise
-        values = {}
+        values: dict[str, Any] = {}
         for cue in CUES:
             v = cues[cue].to_numpy(dtype=float)[at[sel]] if cue in cues else np.full(len(sel), np.nan)
             values[cue] = [None] if np.isnan(v).any() else v  # a case without the cue: not reported

@@ -438,7 +438,9 @@ def count_cases(cases: Iterable[Case]) -> dict[str, Any]:
 
 
 def count_cases_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    doc, label, split = Counter(), Counter(), Counter()
+    doc: Counter[Any] = Counter()
+    label: Counter[str] = Counter()
+    split: Counter[Any] = Counter()
     for r in rows:
         doc[r["doc_type"]] += 1
         label["hallucinated" if r["label"] else "faithful"] += 1
@@ -569,12 +571,13 @@ def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = No
                 if not need_cues and len(sources) == len(want_sources):
                     break
         if out is not None:
+            assert tmp is not None and cache is not None  # a writer exists only with both
             out.write(batch)
             out.close()
             replace_atomically(tmp, cache)
             out = None
     finally:
-        if out is not None:
+        if out is not None and tmp is not None:
             out.close()
             tmp.unlink(missing_ok=True)
     return (cols.table() if need_cues else cues), sources

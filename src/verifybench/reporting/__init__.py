@@ -4,6 +4,7 @@ reads its numbers from a JSON block that `tojson` has escaped."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def highlight(response: str, gold: list | None, units: list | None, unit_thresho
 
 
 def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], worst: dict[str, list[dict]],
-           errors: list[dict], notes: list[str] = ()) -> Path:
+           errors: list[dict], notes: Sequence[str] = ()) -> Path:
     """Write `report.html` into the run directory and return its path.
 
     Args:
@@ -120,7 +121,7 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
         if o.get("calibration_error"):
             ce = o["calibration_error"]
             plots.append(reliability_svg(ce["reliability"], ce["ece"], ce["brier"]))
-        keys = []
+        keys: list[dict[str, Any]] = []
         for key, sm in [(OVERALL, o), *m["slices"].items()]:
             # The test split's curve: the slider counts the cases the table beside it counts.
             curve = sm.get("test_curve") or sm.get("curve")

@@ -61,7 +61,7 @@ class RunDirError(VerifybenchError):
 
 
 def case_index_row(case: Case) -> dict[str, Any]:
-    row = {
+    row: dict[str, Any] = {
         "id": case.id,
         "dataset": case.dataset,
         "doc_type": case.doc_type,
@@ -220,7 +220,7 @@ def read_verdicts(run_dir: Path) -> list[Verdict]:
     number, bad JSON) is an error naming the file, the line and the field. One object per verdict: for
     a large run, read the columns with `read_verdict_frame` instead."""
     path = run_dir / RESULTS
-    out = []
+    out: list[Verdict] = []
     if not path.exists():
         return out
     with open(path, "rb") as f:

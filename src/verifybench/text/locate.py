@@ -101,7 +101,7 @@ def _one(item: Any, response: str, where: str, out: GoldSpans) -> tuple[int, int
         start, end = item
     else:
         raise SpanError(f"{where}: expected a string, {{start, end}} or [start, end], got {type(item).__name__}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+    if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
         raise SpanError(f"{where}: start and end must be integers, got {start!r} and {end!r}")
     if not 0 <= start < end <= len(response):
         raise SpanError(f"{where}: [{start}, {end}) is not a span of the {len(response)}-character response")

@@ -138,7 +138,8 @@ def _figure(rows: list[RunRow], lines: list[Series], metric: str, slice_name: st
         x = [p[0] for p in s.points]
         y = [p[1] for p in s.points]
         has_ci = all(p[2] is not None and p[3] is not None for p in s.points)
-        yerr = [[p[1] - p[2] for p in s.points], [p[3] - p[1] for p in s.points]] if has_ci else None
+        yerr = ([[p[1] - p[2] for p in s.points if p[2] is not None], [p[3] - p[1] for p in s.points if p[3] is not None]]
+                if has_ci else None)
         bars = ax.errorbar(x, y, yerr=yerr, color=colors(v % 10), marker=MARKERS[d % len(MARKERS)],
                            linestyle=DASHES[d % len(DASHES)], ms=5, lw=1.4, capsize=2, elinewidth=0.8)
         bars.lines[0].set_gid(f"series-{k}")

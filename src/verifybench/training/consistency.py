@@ -587,7 +587,7 @@ def record_held_out(model_dir: Path, run_dirs: list[Path]) -> dict:
     return card["held_out"]
 
 
-def render_held_out(held: dict) -> str:
+def render_held_out(held: dict | None) -> str:
     if not held:
         return ("The evaluation data (HaluEval `holdout: test`, the six other SummEdits domains, AttributionBench test\n"
                 "and test_ood) was not looked at in building this model.")

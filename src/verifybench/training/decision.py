@@ -150,7 +150,9 @@ def pick_threshold(y: np.ndarray, p: np.ndarray, min_precision: float | None, we
     return float(curve.thresholds[i])
 
 
-def summary(y, p, threshold: float) -> dict:
+def summary(y, p, threshold: float | None) -> dict:
+    if threshold is None:
+        raise ValueError("this head has no calibrated threshold: fit it before evaluating")
     y = np.asarray(y, bool)
     p = np.asarray(p, float)
     r = rates(**confusion_at(y, p, threshold))
@@ -261,11 +263,11 @@ def evaluate(model: LocalDecisionModel, data: Path) -> dict:
     out["contradiction/halueval-qa-test-hash"] = summary(y, model.contradiction(P, U), model.heads["contradiction"].threshold)
     Q, U, y, _ = relevance_triples(fz, rows, seed=1)
     probs = model.relevance(Q, U)
-    y = np.array(y)
+    levels = np.array(y)
     # "Bad" = not relevant (level 0 or 1 cannot answer); score = 1 - P(answers the question).
     out["relevance/halueval-qa-test-hash"] = {
-        **summary(y < 2, 1 - probs[:, 2], 0.5),
-        "accuracy_3_levels": round(float((probs.argmax(1) == y).mean()), 4),
+        **summary(levels < 2, 1 - probs[:, 2], 0.5),
+        "accuracy_3_levels": round(float((probs.argmax(1) == levels).mean()), 4),
     }
     return out
 
@@ -282,9 +284,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from verifybench.suite import find_data_dir
 
-        data = find_data_dir(Path(__file__).resolve()) or find_data_dir(Path.cwd())
-        if data is None:
+        found = find_data_dir(Path(__file__).resolve()) or find_data_dir(Path.cwd())
+        if found is None:
             raise SystemExit("no shared/datasets folder found; pass --data-dir")
+        data = found
     fz = Featurizer(cache_dir=args.cache_dir)
     out = Path(args.out)
     started = time.time()

@@ -43,7 +43,8 @@ def load_corpus(path: str | Path) -> list[Document]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such corpus file")
-    docs, seen = [], {}
+    docs: list[Any] = []
+    seen: dict[Any, Any] = {}
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -136,7 +137,7 @@ class HybridIndex:
             return np.arange(len(self.docs))
         conds = {f: [str(v) for v in (w if isinstance(w, (list, tuple, set)) else [w])] for f, w in where.items()}
         sizes = {f: sum(len(self._posting(f).get(v, ())) for v in vals) for f, vals in conds.items()}
-        first = min(sizes, key=sizes.get)
+        first = min(sizes, key=lambda f: sizes[f])
         posting = self._posting(first)
         rows = sorted(i for v in conds[first] for i in posting.get(v, ()))
         for field, vals in conds.items():

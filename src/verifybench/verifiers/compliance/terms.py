@@ -28,7 +28,9 @@ def mentions(clause: str, term: str) -> bool:
 
 def split_list(text: str) -> list[str]:
     """Split "a, b (x, y), c and d" at commas and a final "and", never inside parentheses."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         depth += ch == "("
         depth -= ch == ")"

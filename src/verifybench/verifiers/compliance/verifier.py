@@ -152,9 +152,10 @@ class _ComplianceBase(CaseVerifier):
                 raise ValueError(f"field {o.claim_field!r} is empty")
             claim = _as_claim(stated, o.claim_field)
         else:
-            claim = claims_compliance(case.response)
-            if claim is None:
+            found = claims_compliance(case.response)
+            if found is None:
                 raise ValueError("the response neither claims nor denies compliance")
+            claim = found
         code = _field(case, o.code_field)
         # The LLM extractor's calls (tokens, retries) are counted for this case, wherever they are made.
         with track_usage() as usage:

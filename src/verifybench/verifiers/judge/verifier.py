@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from jinja2 import BaseLoader, ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifybench.cases import Case, Unit, Verdict
@@ -179,7 +179,7 @@ class JudgeVerifier(Verifier):
 
     def env(self) -> Environment:
         def build() -> Environment:
-            loaders = [PackageLoader("verifybench", "verifiers/judge/prompts")]
+            loaders: list[BaseLoader] = [PackageLoader("verifybench", "verifiers/judge/prompts")]
             if self.options.templates_dir:
                 loaders.insert(0, FileSystemLoader(self.options.templates_dir))
             return Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,

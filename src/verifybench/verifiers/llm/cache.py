@@ -30,6 +30,7 @@ class CompletionCache:
         self.directory = Path(directory).expanduser() if directory else None
 
     def _path(self, key: str) -> Path:
+        assert self.directory is not None  # every caller checks that there is a cache first
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Completion | None:

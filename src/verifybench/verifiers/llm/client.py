@@ -71,15 +71,15 @@ class LLMClient:
                  sleep: Callable[[float], None] = time.sleep):
         made = hasattr(backend, "complete")
         self._backend: Backend | None = backend if made else None  # type: ignore[assignment]
-        self._make = None if made else backend
+        self._make: Callable[[], Backend] | None = None if made else backend  # type: ignore[assignment]
         if not made and (key_kind is None or key_model is None):
             raise ValueError("a backend made on first use needs key_kind and key_model for the cache keys")
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s
         self.cache = CompletionCache(cache_dir)
         self._replay_only = replay_only
-        self.key_kind = key_kind or getattr(backend, "kind", "") or type(backend).__name__
-        self.key_model = key_model or getattr(backend, "model", "")
+        self.key_kind: str = key_kind or getattr(backend, "kind", "") or type(backend).__name__
+        self.key_model: str = key_model or getattr(backend, "model", "") or ""
         self.sleep = sleep
         self._lock = threading.Lock()
 
@@ -88,7 +88,8 @@ class LLMClient:
         if self._backend is None:
             with self._lock:
                 if self._backend is None:
-                    self._backend = self._make()  # type: ignore[misc]
+                    assert self._make is not None  # set whenever no backend was given
+                    self._backend = self._make()
         return self._backend
 
     def __getstate__(self) -> dict:
@@ -142,7 +143,9 @@ class LLMClient:
         except Exception as e:  # noqa: BLE001 - final: re-raised as ProviderError, scrubbed
             raise ProviderError(describe(e)) from None
 
-    def complete_json(self, messages: list[dict], parse: Callable[[str], T] = json_object, *, repairs: int = 1,
+    # a generic parameter's default (json_object: T = dict) is beyond mypy: the one ignore below
+    def complete_json(self, messages: list[dict], parse: Callable[[str], T] = json_object,  # type: ignore[assignment]
+                      *, repairs: int = 1,
                       what: str = "JSON reply", usage: Usage | None = None, **params: Any) -> tuple[T, Completion]:
         """`parse(reply text)` of a completion (default: the reply's JSON object). When `parse` raises
         ValueError (pydantic's ValidationError is one), the model is shown its reply and asked again,
