@@ -19,9 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers.tracked_runs import make_run, suite_file, with_created
-from verifybench import api, tracking
+from verifybench import api
 from verifybench.cli import app
 from verifybench.rundir import read_json
+from verifybench.tracking import mlflow_store as tracking
 
 mlflow = pytest.importorskip("mlflow", reason="the tracking tests need the mlflow extra (part of the test extra)")
 # A real MLflow store: the first one of a session runs its schema migrations (about 10 s), and every test

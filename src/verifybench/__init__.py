@@ -38,10 +38,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY or name in _DEPRECATED:
         from importlib import import_module
 
-        value = getattr(import_module(_LAZY.get(name, "verifybench.api")), name)
-        if name in _LAZY:
-            globals()[name] = value
-        return value
+        # Not cached here (see verifybench.api): a name always belongs to the module loaded now.
+        return getattr(import_module(_LAZY.get(name, "verifybench.api")), name)
     raise AttributeError(f"module 'verifybench' has no attribute {name!r}")
 
 

@@ -82,9 +82,9 @@ def __getattr__(name: str) -> Any:
         return __getattr__(new)
     if name in _NAMES:
         module, attr = _NAMES[name]
-        value = getattr(import_module(module), attr)
-        globals()[name] = value
-        return value
+        # Not cached in this module's globals: resolved from sys.modules on each access, so a name always
+        # belongs to the module loaded now (pytest's in-process runs unload modules between runs).
+        return getattr(import_module(module), attr)
     raise AttributeError(f"module 'verifybench.api' has no attribute {name!r}")
 
 

@@ -30,10 +30,13 @@ from typing import Any
 
 import pytest
 
-from verifybench import api
 from verifybench.errors import VerifybenchError
-from verifybench.gating.gate import GateRefused, GateResult, markdown_summary
+from verifybench.gating.gate import GateRefused, GateResult, gate, markdown_summary
 from verifybench.rundir import MANIFEST
+
+# Imported with the plugin, not on first use: pytest's in-process runs (pytester) unload the modules
+# first imported inside them, and a run's verifier classes must come from the modules loaded now.
+from verifybench.runs.start import run
 
 OUT = Path("reports") / "pytest"
 
@@ -77,7 +80,7 @@ class SessionRuns:
         if key not in self.runs:
             folder = self._folder(Path(suite), key)
             try:
-                outcome: Any = api.run(suite, out=folder, data_dir=data_dir, progress=False, **kw)
+                outcome: Any = run(suite, out=folder, data_dir=data_dir, progress=False, **kw)
             except VerifybenchError as e:
                 outcome = e
             self.runs[key] = (str(suite), folder, outcome)
@@ -103,7 +106,7 @@ class VerifybenchHelper:
 
     def gate(self, run_dir: str | Path, baseline: str | Path, suite: str | Path | None = None, **kw) -> GateResult:
         try:
-            result = api.gate(run_dir, baseline, **kw)
+            result = gate(run_dir, baseline, **kw)
         except GateRefused as e:
             self.runs.gates.append((str(suite or run_dir), str(baseline), f"refused: {e}"))
             raise
@@ -147,10 +150,10 @@ def verifybench_gate(request, verifybench) -> GateResult:
     suite, baseline = options.pop("suite"), options.pop("baseline")
     result = verifybench.run(suite)
     try:
-        gated = verifybench.gating.gate(result.run_dir, baseline, suite=suite, **options)
+        gated = verifybench.gate(result.run_dir, baseline, suite=suite, **options)
     except GateRefused as e:
         pytest.fail(f"verifybench gate refused: {e}", pytrace=False)
-    gated.summary = markdown_summary(gated, str(suite)) + f"\nreport: {result.run_dir / 'report.html'}\n"
+    gated.markdown = markdown_summary(gated, str(suite)) + f"\nreport: {result.run_dir / 'report.html'}\n"
     return gated
 
 
