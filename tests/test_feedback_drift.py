@@ -111,3 +111,79 @@ def test_drift_figures_are_logged_to_mlflow(qa_run, base, tmp_path, monkeypatch)
     assert run.data.metrics["rouge.all.psi"] == pytest.approx(row["psi"])
     assert run.data.metrics["exit_code"] == 1 and run.info.status == "FAILED"
     assert any(f"run {run.info.run_id}" in n for n in result.notes)
+
+
+def _per_row_reference(ref, win, max_psi=0.2, max_change=0.05, min_cases=30):
+    """The straightforward computation `compare` replaced (string masks per slice and per check, as it
+    was first written): every figure the fast path gives must equal it."""
+    from scipy.stats import ks_2samp
+
+    def threshold_of(thr, docs):
+        out = np.full(len(docs), thr.get("all", np.nan), dtype=float)
+        for k, v in thr.items():
+            if k != "all":
+                out[docs == k] = v
+        return out
+
+    rows = []
+    for vid in [v for v in ref.scores if v in win.scores]:
+        thr = ref.thresholds.get(vid, {})
+        t_ref, t_win = threshold_of(thr, ref.doc_type), threshold_of(thr, win.doc_type)
+        for key in ["all", *sorted(set(ref.doc_type.tolist()) | set(win.doc_type.tolist()))]:
+            a = np.ones(len(ref.doc_type), bool) if key == "all" else ref.doc_type == key
+            b = np.ones(len(win), bool) if key == "all" else win.doc_type == key
+            ra, rb, ta, tb = ref.scores[vid][a], win.scores[vid][b], t_ref[a], t_win[b]
+            oka, okb = ~np.isnan(ra), ~np.isnan(rb)
+            fa = float(np.mean(ra[oka] >= ta[oka])) if oka.any() and not np.isnan(ta).all() else None
+            fb = float(np.mean(rb[okb] >= tb[okb])) if okb.any() and not np.isnan(tb).all() else None
+            row = {"check": vid, "slice": key, "reference_cases": int(oka.sum()), "production_cases": int(okb.sum()),
+                   "production_errors": int((~okb).sum()), "reference_flag_rate": fa, "production_flag_rate": fb,
+                   "flag_rate_change": None if fa is None or fb is None else fb - fa,
+                   "threshold": (thr.get("all") if key == "all" else thr.get(key, thr.get("all")))}
+            if oka.sum() and okb.sum():
+                ks = ks_2samp(ra[oka], rb[okb])
+                row.update(psi=psi(ra[oka], rb[okb]), ks_statistic=float(ks.statistic), ks_p_value=float(ks.pvalue))
+            else:
+                row.update(psi=None, ks_statistic=None, ks_p_value=None)
+            if min(row["reference_cases"], row["production_cases"]) < min_cases:
+                row["status"] = "too few"
+            else:
+                drift = (row["psi"] is not None and row["psi"] > max_psi) or (
+                    row["flag_rate_change"] is not None and abs(row["flag_rate_change"]) > max_change)
+                row["status"] = "drift" if drift else "ok"
+            rows.append(row)
+    known = {k for thr in ref.thresholds.values() for k in thr if k != "all"}
+    unseen = sorted(set(win.doc_type.tolist()) - known) if known else []
+    return rows, unseen, float(np.isin(win.doc_type, unseen).mean()) if unseen else 0.0
+
+
+def test_the_coded_comparison_equals_the_per_row_computation():
+    """Slices with and without their own threshold, a check with no whole-set threshold, errors (NaN),
+    a doc type only in production (unseen) and one only in the reference, a slice too small to judge."""
+    from verifybench.feedback.drift import Reference, compare
+    from verifybench.feedback.window import Window
+
+    rng = np.random.default_rng(7)
+    rdocs = rng.choice(["qa", "summary", "dialogue", "legacy", "tiny"], 4000, p=[0.4, 0.3, 0.2, 0.095, 0.005])
+    wdocs = rng.choice(["qa", "summary", "dialogue", "contract", "tiny"], 3000, p=[0.3, 0.3, 0.3, 0.095, 0.005])
+    scores_r = {"a": rng.random(4000), "b": rng.beta(2, 5, 4000), "c": rng.random(4000)}
+    scores_w = {"a": rng.random(3000) + 0.05, "b": rng.beta(2, 4, 3000), "c": rng.random(3000)}
+    for s in (*scores_r.values(), *scores_w.values()):
+        s[rng.random(len(s)) < 0.03] = np.nan
+    thresholds = {"a": {"all": 0.5, "qa": 0.6, "summary": 0.4}, "b": {"qa": 0.3, "dialogue": 0.25},
+                  "c": {"all": 0.7}}
+    ref = Reference(source="ref", scores=scores_r, doc_type=rdocs.astype(object), thresholds=thresholds, by="doc_type")
+    win = Window(source="win", kind="run", ids=np.arange(3000).astype(str).astype(object), doc_type=wdocs.astype(object),
+                 scores=scores_w, thresholds={}, action=np.full(3000, "allowed", dtype=object))
+    got = compare(ref, win)
+    want_rows, unseen, share = _per_row_reference(ref, win)
+    assert len(got.rows) == len(want_rows) == 3 * 7
+    for g, w in zip(got.rows, want_rows):
+        for k, v in w.items():
+            assert g[k] == v, (g["check"], g["slice"], k)  # exactly: the same arithmetic on the same cases
+    assert {r["status"] for r in got.rows} >= {"ok", "drift", "too few"}
+    assert got.unseen["doc_types"] == unseen == ["contract", "tiny"] and got.unseen["share"] == share
+    a_all = next(r for r in got.rows if r["check"] == "a" and r["slice"] == "all")
+    assert a_all["threshold"] == 0.5 and a_all["threshold_from"] == "per slice"
+    b_all = next(r for r in got.rows if r["check"] == "b" and r["slice"] == "all")
+    assert b_all["threshold"] is None and b_all["reference_flag_rate"] is not None  # the slices' own thresholds

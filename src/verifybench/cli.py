@@ -484,14 +484,16 @@ def log_runs(
 
 @app.command()
 def history(
-    run_dirs: Annotated[list[Path], typer.Argument(help="run directories (any order; drawn in time order)")],
+    run_dirs: Annotated[list[Path], typer.Argument(
+        help="run directories, and drift records (`drift --out` files or folders) for the drift section; any "
+             "order, drawn in time order")],
     metric: Annotated[str, typer.Option(
         "--metric", help="auroc, auprc, test_f1, test_precision, test_recall, threshold, p95_ms, cost_per_1k, ...")] = "auroc",
     slice_name: Annotated[str, typer.Option("--slice", help="a slice of the runs' metrics (default: all cases)")] = "all",
     out: Annotated[Path | None, typer.Option("--out", help="an .html page or a .png (default: reports/history.html)")] = None,
 ) -> None:
     """Draw a metric per verifier over runs in time order, one self-contained page; runs over different
-    data are never joined by one line."""
+    data are never joined by one line. Drift records named too get a drift section."""
     try:
         print(api.history(run_dirs, metric=metric, slice_name=slice_name, out=out))
     except VerifybenchError as e:
@@ -670,17 +672,22 @@ def drift_cmd(
     summary: Annotated[Path | None, typer.Option("--summary", help="write a Markdown summary here (also on a refusal)")] = None,
     mlflow: Annotated[str | None, typer.Option(
         "--mlflow", metavar="URI", help="log the figures to this MLflow tracking URI")] = None,
+    out: Annotated[str | None, typer.Option(  # a str: a Path would drop the trailing slash that names a folder
+        "--out", help="write the drift record `verifybench history` shows: a .json file, or a folder "
+                      "(a new drift-<time>.json in it); a refusal too")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Has production drifted from the baseline's test split? Exit 1 on drift beyond a limit, 2 when no
     comparison can be made. Unlabeled production data is enough."""
     try:
         result = api.drift(reference, source, max_psi, max_flag_rate_change, max_unseen_share, min_cases, summary,
-                           mlflow=mlflow)
+                           mlflow=mlflow, out=out)
     except VerifybenchError as e:
+        if (written := getattr(e, "record", None)) is not None:  # a refusal is recorded too
+            _note(f"drift record written to {written}")
         _fail(e)
     if as_json:
-        print(json.dumps(result.as_dict()))
+        print(json.dumps({**result.as_dict(), **({"record": str(result.record)} if result.record else {})}))
         raise typer.Exit(result.exit_code)
     table = Table("check", "slice", "cases ref / prod", "flag rate ref", "prod", "change", "PSI", "KS", "KS p", "result",
                   title="drift: production against the reference's test split, at the policy's thresholds")
@@ -696,6 +703,8 @@ def drift_cmd(
                        f"cases, limit {u['limit']:.0%}): {u['status']}"))
     for n in result.notes:
         _note(n)
+    if result.record is not None:
+        _note(f"drift record written to {result.record} (`verifybench history` shows it)")
     console.print("no drift beyond the limits" if result.exit_code == 0 else "DRIFT beyond a limit")
     raise typer.Exit(result.exit_code)
 

@@ -31,6 +31,7 @@ from verifybench.feedback.window import Window, open_source
 from verifybench.metrics.settings import OVERALL
 from verifybench.metrics.summary import jsonable
 from verifybench.rundir import MANIFEST, METRICS, read_json
+from verifybench.tracking.drift_record import record, write_record
 
 MAX_PSI = 0.2
 MAX_FLAG_RATE_CHANGE = 0.05
@@ -42,6 +43,8 @@ EPS = 1e-4
 
 class DriftRefused(VerifybenchError):
     """No comparison can be made (exit 2)."""
+
+    record: Path | None = None  # the drift record written for the refusal (`out`)
 
 
 @dataclass
@@ -59,6 +62,7 @@ class DriftResult:
     unseen: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     summary: str = ""
+    record: Path | None = None  # the drift record written (`out`)
 
     @property
     def exit_code(self) -> int:
@@ -132,13 +136,19 @@ def psi(ref: np.ndarray, cur: np.ndarray, bins: int = BINS) -> float:
     return float(np.sum((q - p) * np.log(q / p)))
 
 
-def _threshold_of(thr: dict[str, float], docs: np.ndarray) -> np.ndarray:
+def _codes(ref: np.ndarray, win: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The doc types of both sides as integer codes into their sorted names: one hashing pass, so each
+    slice is an integer comparison instead of comparing every case's string."""
+    import pandas as pd
+
+    codes, names = pd.factorize(np.concatenate([ref, win]).astype(object), sort=True)
+    return [str(n) for n in names], codes[:len(ref)], codes[len(ref):]
+
+
+def _threshold_table(thr: dict[str, float], names: list[str]) -> np.ndarray:
+    """Each doc type's threshold (its slice's own, else the whole set's; NaN when neither), by code."""
     whole = thr.get(OVERALL, np.nan)
-    out = np.full(len(docs), whole, dtype=float)
-    for k, v in thr.items():
-        if k != OVERALL:
-            out[docs == k] = v
-    return out
+    return np.array([whole if n == OVERALL else thr.get(n, whole) for n in names] + [whole], dtype=float)  # -1: none
 
 
 def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate_change: float = MAX_FLAG_RATE_CHANGE,
@@ -157,24 +167,31 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
                      "type against the whole-set threshold")
     rows = []
     slices_known = {k for thr in ref.thresholds.values() for k in thr if k != OVERALL}
+    docs, rc, wc = _codes(ref.doc_type, win.doc_type)
+    every_a, every_b = np.ones(len(rc), bool), np.ones(len(wc), bool)
     for vid in shared:
         thr = ref.thresholds.get(vid, {})
-        t_ref = _threshold_of(thr, ref.doc_type)
-        t_win = _threshold_of(thr, win.doc_type)
-        docs = sorted(set(ref.doc_type.tolist()) | set(win.doc_type.tolist()))
-        for key in [OVERALL, *docs]:
-            a = np.ones(len(ref.doc_type), bool) if key == OVERALL else ref.doc_type == key
-            b = np.ones(len(win), bool) if key == OVERALL else win.doc_type == key
+        table = _threshold_table(thr, docs)
+        t_ref, t_win = table[rc], table[wc]
+        own = any(k in thr for k in docs if k != OVERALL)  # some case is held to its slice's own threshold
+        for code, key in [(-1, OVERALL), *enumerate(docs)]:
+            a = every_a if code < 0 else rc == code
+            b = every_b if code < 0 else wc == code
             ra, rb = ref.scores[vid][a], win.scores[vid][b]
             ta, tb = t_ref[a], t_win[b]
             oka, okb = ~np.isnan(ra), ~np.isnan(rb)
             row: dict[str, Any] = {"check": vid, "slice": key, "reference_cases": int(oka.sum()),
                                    "production_cases": int(okb.sum()),
-                                   "production_errors": int((~okb).sum()),
-                                   "threshold": None if key == OVERALL and OVERALL not in thr else
-                                   float(tb[0]) if len(tb) else (float(ta[0]) if len(ta) else None)}
-            if key != OVERALL and key not in thr:
-                row["threshold_from"] = OVERALL
+                                   "production_errors": int((~okb).sum())}
+            if code < 0:
+                row["threshold"] = thr.get(OVERALL)
+                if own:
+                    row["threshold_from"] = "per slice"  # each case at its slice's threshold, the rest at this one
+            else:
+                value = table[code]
+                row["threshold"] = None if np.isnan(value) else float(value)
+                if key not in thr:
+                    row["threshold_from"] = OVERALL
             fa = float(np.mean(ra[oka] >= ta[oka])) if oka.any() and not np.isnan(ta).all() else None
             fb = float(np.mean(rb[okb] >= tb[okb])) if okb.any() and not np.isnan(tb).all() else None
             row.update(reference_flag_rate=fa, production_flag_rate=fb,
@@ -197,11 +214,15 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
                 row["status"] = "drift" if why else "ok"
                 row["why"] = "; ".join(why)
             rows.append(row)
-    unseen_docs = sorted(set(win.doc_type.tolist()) - slices_known) if slices_known else []
-    share = float(np.isin(win.doc_type, unseen_docs).mean()) if unseen_docs else 0.0
+    present = np.zeros(len(docs), bool)
+    present[np.unique(wc)] = True
+    unseen_codes = [i for i, d in enumerate(docs) if present[i] and d not in slices_known] if slices_known else []
+    unseen_docs = [docs[i] for i in unseen_codes]
+    hit = np.isin(wc, unseen_codes) if unseen_codes else np.zeros(len(wc), bool)
+    share = float(hit.mean()) if unseen_docs else 0.0
     unseen = {"doc_types": unseen_docs, "share": share, "limit": max_unseen_share,
               "status": "drift" if share > max_unseen_share else "ok",
-              "cases": int(np.isin(win.doc_type, unseen_docs).sum()) if unseen_docs else 0}
+              "cases": int(hit.sum())}
     if not slices_known:
         notes.append("the policy has no per-doc-type slice: every doc type uses the whole-set threshold")
     result = DriftResult(rows=rows, unseen=unseen, notes=notes)
@@ -239,31 +260,40 @@ def refusal_markdown(reason: str) -> str:
 
 def drift(reference_path: str | Path, source: str | Path, max_psi: float | None = None,
           max_flag_rate_change: float | None = None, max_unseen_share: float | None = None,
-          min_cases: int | None = None, summary: str | Path | None = None, mlflow: str | None = None) -> DriftResult:
+          min_cases: int | None = None, summary: str | Path | None = None, mlflow: str | None = None,
+          out: str | Path | None = None) -> DriftResult:
     """A production window (`source`: a guard log directory or a run directory) against a baseline's (or a
     run's) test split, at the policy's thresholds: flag rate, PSI and Kolmogorov-Smirnov per check and doc
     type, and the share of doc types without a slice (`verifybench drift`). Limits left None take their
     defaults (MAX_PSI, ...). Writes the Markdown summary to `summary` when given (a refusal too); with
-    `mlflow` (a tracking URI) logs the figures as one MLflow run. Returns a `DriftResult` (exit code 0 or
-    1); raises `DriftRefused` (exit 2)."""
+    `out` writes the drift record the history page reads (`tracking.drift_record`: a file, or a new
+    `drift-<time>.json` in a folder; a refusal too, its path then in `DriftRefused.record`); with `mlflow`
+    (a tracking URI) logs the figures as one MLflow run. Returns a `DriftResult` (exit code 0 or 1; the
+    record's path in `record`); raises `DriftRefused` (exit 2)."""
+    psi_, change, unseen = (MAX_PSI if max_psi is None else max_psi,
+                            MAX_FLAG_RATE_CHANGE if max_flag_rate_change is None else max_flag_rate_change,
+                            MAX_UNSEEN_SHARE if max_unseen_share is None else max_unseen_share)
+    least = MIN_CASES if min_cases is None else min_cases
+    limits = {"max_psi": psi_, "max_flag_rate_change": change, "max_unseen_share": unseen, "min_cases": least}
     try:
-        result = compare(reference(reference_path), open_source(source),
-                         MAX_PSI if max_psi is None else max_psi,
-                         MAX_FLAG_RATE_CHANGE if max_flag_rate_change is None else max_flag_rate_change,
-                         MAX_UNSEEN_SHARE if max_unseen_share is None else max_unseen_share,
-                         MIN_CASES if min_cases is None else min_cases)
+        result = compare(reference(reference_path), open_source(source), psi_, change, unseen, least)
     except VerifybenchError as e:
         if summary:
             Path(summary).parent.mkdir(parents=True, exist_ok=True)
             Path(summary).write_text(refusal_markdown(str(e)), encoding="utf-8")
-        if isinstance(e, DriftRefused):
+        refused = e if isinstance(e, DriftRefused) else DriftRefused(f"refusing to compare: {e}")
+        if out is not None:
+            refused.record = write_record(out, record({}, str(reference_path), str(source), limits, reason=str(refused)))
+        if refused is e:
             raise
-        raise DriftRefused(f"refusing to compare: {e}") from None
+        raise refused from None
     if summary:
         Path(summary).parent.mkdir(parents=True, exist_ok=True)
         Path(summary).write_text(result.summary, encoding="utf-8")
     if mlflow is not None:
         result.notes.append(f"logged to MLflow as run {log_to_mlflow(result, mlflow)}")
+    if out is not None:
+        result.record = write_record(out, record(result.as_dict(), str(reference_path), str(source), limits))
     return result
 
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import binomtest
 
 from verifybench.metrics.curves import confusion_at, sorted_curve
 
@@ -135,6 +134,8 @@ def mcnemar(y_true: ArrayLike, pred_a: ArrayLike, pred_b: ArrayLike) -> dict[str
     right_b = np.asarray(pred_b, dtype=bool) == y
     b = int((right_a & ~right_b).sum())
     c = int((~right_a & right_b).sum())
+    from scipy.stats import binomtest  # lazily: scipy.stats costs every command ~1 s of import
+
     p = binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
     return {"a_only_right": b, "b_only_right": c, "p_value": float(p)}
 

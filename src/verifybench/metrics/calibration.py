@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.calibration import calibration_curve
-from sklearn.metrics import brier_score_loss
 
 
 def reliability(y_true: ArrayLike, prob: ArrayLike, bins: int = 10) -> dict[str, list[float]]:
@@ -31,7 +29,9 @@ def expected_calibration_error(y_true: ArrayLike, prob: ArrayLike, bins: int = 1
 
 
 def brier(y_true: ArrayLike, prob: ArrayLike) -> float:
+    from sklearn.metrics import brier_score_loss  # lazily: importing sklearn costs most commands ~0.8 s
+
     return float(brier_score_loss(np.asarray(y_true, dtype=int), np.clip(np.asarray(prob, float), 0, 1)))
 
 
-__all__ = ["brier", "calibration_curve", "expected_calibration_error", "reliability"]
+__all__ = ["brier", "expected_calibration_error", "reliability"]

@@ -6,6 +6,9 @@ number of cases, for runs recorded before it did) are never joined by one line: 
 drawn in the verifier's colour with the dataset's marker and dash, and a dotted rule marks where the
 dataset changed between two consecutive runs. A trend across a changed dataset would mix two
 questions (did the verifier change, or the cases?), so the page shows both but never connects them.
+
+Drift records (`verifybench drift --out`: a record file, or a folder of them) named beside the runs get
+the page's drift section (`drift_history`); a page of drift records alone has no runs' chart.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any
 
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.summary import OVERALL
+from verifybench.rundir import MANIFEST
 from verifybench.safeio import replace_atomically, temp_path
+from verifybench.tracking.drift_record import PREFIX, records_in
 from verifybench.tracking.mlflow_store import load_run_files, run_values
 
 DEFAULT_OUT = Path("reports/history.html")
@@ -67,6 +72,25 @@ def _when(iso: str | None) -> datetime:
         return datetime.fromisoformat(iso) if iso else datetime.min
     except ValueError:
         return datetime.min
+
+
+def split_inputs(paths: list[str | Path]) -> tuple[list[str | Path], list[Path]]:
+    """(run directories, drift record files): a .json file is a drift record, and so is each
+    `drift-*.json` of a folder that is not a run directory."""
+    runs: list[str | Path] = []
+    records: list[Path] = []
+    for p in map(Path, paths):
+        if p.suffix.lower() == ".json" and not p.is_dir():
+            records.append(p)
+        elif p.is_dir() and not (p / MANIFEST).exists():
+            found = records_in(p)
+            if not found:
+                raise HistoryError(f"{p}: neither a run directory (no {MANIFEST}) nor a folder of drift records "
+                                   f"({PREFIX}*.json, from `verifybench drift --out`)")
+            records += found
+        else:
+            runs.append(p)
+    return runs, records
 
 
 def load_rows(run_dirs: list[str | Path], slice_name: str = OVERALL) -> list[RunRow]:
@@ -163,38 +187,59 @@ def _figure(rows: list[RunRow], lines: list[Series], metric: str, slice_name: st
 
 def write_history(run_dirs: list[str | Path], metric: str = "auroc", slice_name: str = OVERALL,
                   out: str | Path | None = None) -> Path:
-    """Draw `metric` per verifier over the runs in time order; HTML page, or PNG when `out` ends in .png."""
+    """Draw `metric` per verifier over the runs in time order; HTML page, or PNG when `out` ends in .png.
+    Drift records among `run_dirs` (files, or folders of them) get the page's drift section."""
+    from verifybench.tracking import drift_history
+
     out = Path(out) if out else DEFAULT_OUT
-    rows = load_rows(run_dirs, slice_name)
-    check_choice(rows, metric, slice_name)
-    lines = series(rows, metric)
-    fig = _figure(rows, lines, metric, slice_name)
+    run_paths, record_paths = split_inputs(run_dirs)
+    records = drift_history.load_records(record_paths)
+    png = out.suffix.lower() == ".png"
+    if not run_paths and (png or not records):
+        raise HistoryError("history needs at least one run directory" +
+                           (" (a PNG draws the runs' metric; drift records go on the HTML page)" if records else
+                            " or drift record"))
+    rows: list[RunRow] = []
+    lines: list[Series] = []
+    fig = None
+    if run_paths:
+        rows = load_rows(run_paths, slice_name)
+        check_choice(rows, metric, slice_name)
+        lines = series(rows, metric)
+        fig = _figure(rows, lines, metric, slice_name)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(out)  # this writer's own: two histories written to one file never share a temporary
-    if out.suffix.lower() == ".png":
+    if png:
         import matplotlib.pyplot as plt
 
+        assert fig is not None  # a PNG without runs was refused above
         fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
     else:
-        tmp.write_text(_page(rows, lines, metric, slice_name, fig), encoding="utf-8")
+        tmp.write_text(_page(rows, lines, metric, slice_name, fig, records), encoding="utf-8")
     replace_atomically(tmp, out)
     return out
 
 
-def _page(rows: list[RunRow], lines: list[Series], metric: str, slice_name: str, fig: Any) -> str:
+def _page(rows: list[RunRow], lines: list[Series], metric: str, slice_name: str, fig: Any,
+          records: list[Any]) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     from verifybench.reporting.plots import _uri
+    from verifybench.tracking import drift_history
 
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     verifiers = list(dict.fromkeys(v for r in rows for v in r.values))
+    drift_lines = drift_history.lines(records)
     env = Environment(loader=PackageLoader("verifybench", "reporting/templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["short"] = short
     return env.get_template("history.html.j2").render(
-        rows=rows, lines=lines, metric=metric, slice_name=slice_name, chart=_uri(fig), datasets=datasets,
-        verifiers=verifiers, generated=datetime.now().astimezone().isoformat(timespec="seconds"))
+        rows=rows, lines=lines, metric=metric, slice_name=slice_name, chart=_uri(fig) if fig is not None else None,
+        datasets=datasets, verifiers=verifiers, generated=datetime.now().astimezone().isoformat(timespec="seconds"),
+        drift=records, drift_summary=drift_history.summary_rows(records), drift_rows=drift_history.check_rows(records),
+        drift_lines=drift_lines, drift_chart=_uri(drift_history.figure(records, drift_lines)) if drift_lines else None,
+        drift_refs=list(dict.fromkeys(r.reference for r in records)))
 
 
 # The command's name (`verifybench history`) for the call behind it.
