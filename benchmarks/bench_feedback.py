@@ -1,7 +1,7 @@
 """`cascade` and `drift` on a synthetic run of a million verdicts: wall time and peak RSS, each in its own
 process.
 
-    python benchmarks/bench_feedback.py [--cases 500000] [--work reports/bench-feedback] [--stack]
+    python benchmarks/bench_feedback.py [--cases 500000] [--work reports/bench-feedback] [--stack] [--src DIR]
 
 Writes two seeded run directories in the files' real formats (not committed): `reference` and
 `production`, each of `--cases` cases (four doc types, both labels, a seeded calibration / test split
@@ -16,6 +16,9 @@ production run's `cheap` scores are shifted by 0.05. Then, in a fresh process ea
   baseline recorded once (`verifybench baseline reference`, not timed) against a million-verdict window;
 - drift (run vs run): `verifybench drift reference production --json` (both runs read: two million
   verdicts).
+
+`--src` measures another version's code (say `git archive <commit> src | tar -x -C /tmp/before`, then
+`--src /tmp/before/src`); the runs and the baseline are written by this checkout's code.
 
 Peak RSS is the child's `ru_maxrss` and CPU time its user + system time, from `os.wait4`; wall time is
 measured around the child (so it includes starting Python and importing). On a shared machine the CPU
@@ -68,9 +71,9 @@ def write_run(path: Path, n: int, seed: int, shift: float = 0.0) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
-def run_child(cmd: list[str], work: Path) -> tuple[float, float, float, int, str]:
+def run_child(cmd: list[str], work: Path, src: Path = ROOT / "src") -> tuple[float, float, float, int, str]:
     """Wall time, CPU time (user + system), peak RSS (MB, from wait4), exit code and output of a child."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(src)}
     out_path = work / "child.out"
     t0 = time.perf_counter()
     with open(out_path, "wb") as out:
@@ -87,6 +90,7 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=500_000)
     ap.add_argument("--work", type=Path, default=ROOT / "reports" / "bench-feedback")
     ap.add_argument("--stack", action="store_true", help="also fit the stacked combination in the cascade phase")
+    ap.add_argument("--src", type=Path, default=ROOT / "src", help="the code to measure (default: this checkout's)")
     args = ap.parse_args()
     ref, prod = args.work / "reference", args.work / "production"
     if not (ref / "manifest.json").exists() or json.loads((ref / "manifest.json").read_text())["dataset"]["total"] != args.cases:
@@ -112,7 +116,7 @@ def main() -> None:
     print("| phase | verdicts read | wall s | CPU s | peak RSS MB | exit |")
     print("|---|---|---|---|---|---|")
     for name, cmd in phases.items():
-        wall, cpu, rss, code, out = run_child(cmd, args.work)
+        wall, cpu, rss, code, out = run_child(cmd, args.work, args.src)
         n = 2 * args.cases * (2 if name == "drift (run vs run)" else 1)
         print(f"| {name} | {n:,} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | {code} |")
         if name == "cascade" and code == 0:
