@@ -1,17 +1,28 @@
-"""The guard's cost, as ratios within one run.
+"""The guard's cost, as ratios within one run, and its memory over a long one.
 
     python benchmarks/bench_guard.py [--verifiers rouge,anchors,nli] [--seconds S] [--calls N] [--skip-http]
+                                     [--single N]
+    python benchmarks/bench_guard.py --soak [SECONDS] [--verifiers rouge] [--concurrency C] [--every S]
 
 1. In process: `guard.check` (no log) against calling the verifier directly (`verifier.verify([case])`)
    on the same demo cases, alternating, per call; goal: at most 5% or 0.1 ms slower.
 2. Over HTTP on loopback, every decision durably logged (fsync): requests/s and p50/p95/p99 at
    concurrency 1, 8 and 32 for each verifier's served guard, beside a bare FastAPI endpoint that
    validates the same request model and returns a constant, all driven by the same httpx client in the
-   same run; anchors also unbatched (`max_batch: 1`) at concurrency 32. Each server's resident memory
-   (VmRSS) is read before and after its load, and its peak (VmHWM).
+   same run (goal: served rouge >= 60% of the bare endpoint's requests/s at each concurrency); anchors
+   also unbatched (`max_batch: 1`) at concurrency 32 (goal: batched >= 2x unbatched). Each server's
+   resident memory (VmRSS) is read before and after its load, and its peak (VmHWM).
+3. Anchors, one request at a time over HTTP (`--single N` requests after a warm-up, on the anchors
+   server): p50 and p95; goal p95 <= 150 ms on an idle machine (the semantic-anchors article's figure).
+4. `--soak [SECONDS]` (default 120) instead of 1-3: one served guard of the `--verifiers` checks (default
+   for the soak: rouge), durable logging, driven by a bounded client loop (`--concurrency` requests in
+   flight) for SECONDS; the server's resident memory sampled every `--every` seconds (psutil if
+   installed, else /proc/PID/status); prints start / peak / end RSS, the slope after the first fifth of
+   the run (MB per minute, least squares) and the requests served. Goal: memory stays flat.
 
 Policies come from a run over a fifth of the demo set (77 cases), fitted here. Servers run one uvicorn
-worker each, started as `verifybench serve`, on 127.0.0.1.
+worker each, started as `verifybench serve`, on 127.0.0.1. Report `cat /proc/loadavg` beside any
+figure: on a shared machine the absolute numbers mean little.
 """
 
 import argparse
@@ -23,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -129,6 +141,96 @@ def memory(pid: int) -> dict:
     return out
 
 
+def rss_mb(pid: int) -> float:
+    try:
+        import psutil
+    except ImportError:
+        return memory(pid)["VmRSS"]
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
+def slope_mb_per_min(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MB) samples, in MB per minute."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    mt, mm = sum(t for t, _ in samples) / n, sum(m for _, m in samples) / n
+    var = sum((t - mt) ** 2 for t, _ in samples)
+    return 60 * sum((t - mt) * (m - mm) for t, m in samples) / var if var else 0.0
+
+
+def soak(base: Path, policy: Path, vids: list[str], seconds: float, concurrency: int, every: float) -> None:
+    spec = base / "soak.yaml"
+    spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": vids}))
+    port = free_port()
+    log_dir = base / "soak-log"
+    proc = start([sys.executable, "-m", "verifybench.cli", "serve", str(spec), "--port", str(port),
+                  "--log-dir", str(log_dir)], port, base / "soak.out")
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
+    load_before = loadavg()
+
+    def sample() -> None:
+        t0 = time.perf_counter()
+        while True:
+            samples.append((time.perf_counter() - t0, rss_mb(proc.pid)))
+            if done.wait(every):
+                samples.append((time.perf_counter() - t0, rss_mb(proc.pid)))
+                return
+
+    try:
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        r = asyncio.run(drive(f"http://127.0.0.1:{port}", concurrency, seconds))
+        done.set()
+        sampler.join(every + 10)
+        peak = memory(proc.pid)["VmHWM"]
+        load_after = loadavg()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    logged = sum(1 for f in log_dir.glob("decisions-*.jsonl") for _ in f.open("rb"))
+    after = [(t, m) for t, m in samples if t >= seconds / 5]
+    print(f"\nsoak: {' + '.join(vids)} guard, concurrency {concurrency}, {seconds:.0f} s, RSS every {every:g} s "
+          f"({len(samples)} samples; {'psutil' if _has_psutil() else '/proc VmRSS'})\n/proc/loadavg before: {load_before}; "
+          f"after: {load_after}")
+    print("\n| requests | req/s | p50 ms | p95 ms | logged | RSS start MB | RSS after warm-up MB | peak sampled MB | "
+          "VmHWM MB | RSS end MB | slope after warm-up MB/min |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {r['n']} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p95']:.1f} | {logged} | {samples[0][1]:.1f} | "
+          f"{after[0][1]:.1f} | {max(m for _, m in samples):.1f} | {peak:.1f} | {samples[-1][1]:.1f} | "
+          f"{slope_mb_per_min(after):+.2f} |")
+    print("\nRSS samples (s, MB): " + ", ".join(f"{t:.0f}:{m:.1f}" for t, m in samples))
+
+
+def _has_psutil() -> bool:
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().strip() if Path("/proc/loadavg").exists() else "n/a"
+
+
+def single(url: str, n: int) -> dict:
+    """`n` requests one after another (after 10 unmeasured ones), each timed on its own."""
+    items = cases()
+    lat = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for i in range(n + 10):
+            c = items[i % len(items)]
+            t0 = time.perf_counter()
+            client.post("/v1/check", json={"response": c["response"], "sources": c["sources"],
+                                            "question": c.get("question"), "doc_type": c.get("doc_type")}
+                        ).raise_for_status()
+            if i >= 10:
+                lat.append((time.perf_counter() - t0) * 1000)
+    lat.sort()
+    return {"n": n, "p50": lat[len(lat) // 2], "p95": lat[min(n - 1, int(0.95 * n))]}
+
+
 async def drive(url: str, concurrency: int, seconds: float) -> dict:
     items = cases()
     lat: list[float] = []
@@ -157,12 +259,28 @@ async def drive(url: str, concurrency: int, seconds: float) -> dict:
     return {"n": len(lat), "rps": len(lat) / wall, "p50": q(0.5), "p95": q(0.95), "p99": q(0.99)}
 
 
+FIGURES = """how to reproduce each figure of benchmarks/README.md (on a quiet machine; note cat /proc/loadavg):
+  in-process overhead, rouge and anchors (goal <= 5% or 0.1 ms):   bench_guard.py --skip-http --verifiers rouge,anchors
+  HTTP req/s and p50/p95/p99 at concurrency 1, 8, 32 against the bare
+  endpoint (rouge >= 60% of bare), anchors batched vs unbatched (>= 2x),
+  and anchors p95 one request at a time (<= 150 ms), per-server memory:  bench_guard.py
+  memory flat over a 2-minute run:                                  bench_guard.py --soak 120
+"""
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--verifiers", default="rouge,anchors,nli")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=FIGURES)
+    ap.add_argument("--verifiers", help="checks to measure (default rouge,anchors,nli; for --soak: rouge)")
     ap.add_argument("--seconds", type=float, default=3.0, help="per (server, concurrency) point")
     ap.add_argument("--calls", type=int, default=400, help="in-process calls per verifier")
-    ap.add_argument("--skip-http", action="store_true")
+    ap.add_argument("--skip-http", action="store_true", help="only the in-process comparison (1.)")
+    ap.add_argument("--single", type=int, default=100, metavar="N",
+                    help="anchors: N requests one at a time over HTTP for its p50/p95 (3.; 0: skip)")
+    ap.add_argument("--soak", type=float, nargs="?", const=120.0, metavar="SECONDS",
+                    help="the memory soak (4.) instead of 1-3, for SECONDS (default 120)")
+    ap.add_argument("--concurrency", type=int, default=8, help="--soak: requests in flight")
+    ap.add_argument("--every", type=float, default=5.0, help="--soak: seconds between RSS samples")
     ap.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_bare:
@@ -170,12 +288,15 @@ def main() -> None:
 
         uvicorn.run(bare_app(), host="127.0.0.1", port=args.serve_bare, access_log=False, log_level="warning")
         return
-    vids = args.verifiers.split(",")
+    vids = (args.verifiers or ("rouge" if args.soak else "rouge,anchors,nli")).split(",")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         t0 = time.perf_counter()
         policy = fit(base, vids)
         print(f"fitted {', '.join(vids)} on 77 cases in {time.perf_counter() - t0:.0f} s", flush=True)
+        if args.soak:
+            soak(base, policy, vids, args.soak, args.concurrency, args.every)
+            return
         print("\n| verifier | direct verify ms | guard.check ms | extra ms | ratio |\n|---|---|---|---|---|")
         for vid in vids:
             r = in_process(policy, vid, args.calls if vid == "rouge" else max(77, args.calls // 4))
@@ -196,6 +317,7 @@ def main() -> None:
                             [32]))
         print("\n| server | concurrency | requests | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|")
         mem = []
+        singles = None
         for label, cmd, levels in servers:
             port = free_port()
             cmd = [c.replace("{port}", str(port)) for c in cmd]
@@ -208,11 +330,17 @@ def main() -> None:
                     r = asyncio.run(drive(f"http://127.0.0.1:{port}", c, args.seconds))
                     print(f"| {label} | {c} | {r['n']} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p95']:.1f} | "
                           f"{r['p99']:.1f} |", flush=True)
+                if label == "anchors guard" and args.single:
+                    singles = {**single(f"http://127.0.0.1:{port}", args.single), "load": loadavg()}
                 after = memory(proc.pid)
                 mem.append((label, before["VmRSS"], after["VmRSS"], after["VmHWM"]))
             finally:
                 proc.terminate()
                 proc.wait(20)
+        if singles is not None:
+            print(f"\nanchors, one request at a time over HTTP (concurrency 1, {singles['n']} requests after 10 "
+                  f"unmeasured): p50 {singles['p50']:.1f} ms, p95 {singles['p95']:.1f} ms (goal: p95 <= 150 ms on an "
+                  f"idle machine; /proc/loadavg after it: {singles['load']})")
         print("\n| server | RSS before MB | RSS after MB | peak MB |\n|---|---|---|---|")
         for label, b, a, p in mem:
             print(f"| {label} | {b:.0f} | {a:.0f} | {p:.0f} |")

@@ -507,10 +507,16 @@ def serve(
     port: Annotated[int, typer.Option("--port")] = 8080,
     log_dir: Annotated[Path | None, typer.Option("--log-dir", help="decision log folder (default: ./guard-log)")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn worker processes, each with its own log file")] = 1,
+    ray: Annotated[bool, typer.Option("--ray", help="run the same app as a Ray Serve deployment (the `ray` extra)")] = False,
+    replicas: Annotated[int, typer.Option(
+        "--replicas", min=1, help="with --ray: Serve replicas, each with its own log file")] = 1,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="with --ray: a running cluster (auto, HOST:PORT); default: a local Ray on 127.0.0.1")] = None,
 ) -> None:
     """Serve a guard over HTTP: POST /v1/check, /v1/check/batch; /healthz, /readyz, /metrics (docs/rollout.md)."""
     try:
-        api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers)
+        api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers, ray=ray, replicas=replicas,
+                  ray_address=ray_address)
     except VerifybenchError as e:
         _fail(e)
 

@@ -294,13 +294,25 @@ def app_from_env() -> Any:
 
 
 def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: str | Path | None = None,
-          workers: int = 1, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV) -> None:
+          workers: int = 1, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, ray: bool = False,
+          replicas: int = 1, ray_address: str | None = None) -> None:
     """Run the service on uvicorn until interrupted. With one worker the guard is built (models loaded,
     config hashes checked) before the port opens, so a bad guard stops the command with its reason; with
-    several, each worker builds its own (and /readyz says when it is ready, or why not)."""
-    import uvicorn
+    several, each worker builds its own (and /readyz says when it is ready, or why not). With `ray`, the
+    same app as a Ray Serve deployment of `replicas` replicas (`verifybench.guard.ray_serve`)."""
+    from verifybench.guard.spec import GuardError, read_policy, read_spec
 
-    from verifybench.guard.spec import read_policy, read_spec
+    if ray:
+        if workers > 1:
+            raise GuardError("--workers is uvicorn's; on Ray Serve use --replicas")
+        from verifybench.guard.ray_serve import run
+
+        run(path, host=host, port=port, log_dir=log_dir, replicas=replicas, address=ray_address,
+            max_body=max_body, token_env=token_env)
+        return
+    if replicas > 1 or ray_address is not None:
+        raise GuardError("--replicas and --ray-address need --ray")
+    import uvicorn
 
     if workers <= 1:
         guard = Guard(path, log_dir=log_dir)
