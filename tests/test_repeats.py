@@ -241,3 +241,17 @@ def test_a_drop_inside_the_flicker_passes_and_one_beyond_it_fails(noisy_runs, tm
         r["detail"].pop("repeats")
     (once / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert api.gate(once, plain).exit_code == 1
+
+
+def test_cases_given_in_python_take_repeats_by_mapping_or_on_the_object(tmp_path):
+    from helpers.repeat_verifiers import Noisy
+
+    cases = [{"id": f"c{i}", "response": f"answer {i}", "sources": [f"source {i}"], "label": i % 2} for i in range(8)]
+    obj = Noisy(id="obj")
+    obj.repeats = 2
+    run = api.run(cases=cases, verifiers=[{NOISY: {"id": "mapped", "repeats": 3}}, obj], out=tmp_path / "run",
+                  progress=False)
+    got = results(run.run_dir)
+    assert {vid: v["detail"]["repeats"]["of"] for (vid, _), v in got.items()} == {"mapped": 3, "obj": 2}
+    resumed_suite = json.loads((run.run_dir / "manifest.json").read_text())["verifiers"]
+    assert [v["repeats"] for v in resumed_suite] == [3, 2]

@@ -16,8 +16,9 @@ columns they take tens of megabytes. Two tables, each a pandas DataFrame:
   `error`, `latency_ms`, `latency_kind` (categorical), `cost_usd`, `units` (how many units; NaN for
   none), `usage` (the dict, or None), `flipped` and `injected_flip` (from `detail`; nullable
   booleans), `repeats` (a repeated verdict's per-repeat scores, `detail.repeats.scores`, a list with None
-  for a failed repeat; None for a verdict scored once), and, when read from a file, `offset` (byte offset of the verdict's line, to read the full
-  verdict back, units and all, with `rundir.read_verdicts_at`).
+  for a failed repeat; None for a verdict scored once), and, when read from a file, `offset` (byte
+  offset of the verdict's line, to read the full verdict back, units and all, with
+  `rundir.read_verdicts_at`).
 
 Both builders here take rows already in memory (dicts, `Verdict`s); the run-directory readers fill the
 same columns from the files, block by block.

@@ -34,10 +34,10 @@ def spread(scores: Sequence[float | None]) -> dict[str, float | int | None]:
 def repeat_matrix(rows: Iterable[Sequence[float | None] | None]) -> np.ndarray:
     """Per-repeat scores as a cases x repeats array (NaN: no score), from one list per case (None: the
     case was not repeated). Lists shorter than the longest are padded with NaN."""
-    rows = [list(r) if r is not None else [] for r in rows]
-    width = max((len(r) for r in rows), default=0)
-    out = np.full((len(rows), width), np.nan)
-    for i, r in enumerate(rows):
+    lists = [list(r) if r is not None else [] for r in rows]
+    width = max((len(r) for r in lists), default=0)
+    out = np.full((len(lists), width), np.nan)
+    for i, r in enumerate(lists):
         out[i, :len(r)] = [np.nan if x is None else x for x in r]
     return out
 
