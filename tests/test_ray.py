@@ -109,16 +109,21 @@ def test_a_pool_for_a_verifier_the_suite_lacks_is_refused(cluster, tmp_path, dat
 
 @pytest.mark.slow
 def test_a_ray_run_equals_the_local_run(cluster, tmp_path, data_dir):
-    suite = halueval_suite(tmp_path, data_dir, 300, ["rouge", "bleu", {"rouge": {"id": "rouge2", "type": "rouge2"}}])
+    noisy = {"helpers.repeat_verifiers:Noisy": {"id": "noisy", "repeats": 3}}  # seeded per repeat: equal too
+    suite = halueval_suite(tmp_path, data_dir, 300, ["rouge", "bleu", {"rouge": {"id": "rouge2", "type": "rouge2"}},
+                                                     noisy])
     local = api.run(suite, out=tmp_path / "local", progress=False)
     on_ray = api.run(suite, out=tmp_path / "ray", progress=False, executor=RayExecutor(batches_per_block=2))
     assert on_ray.result is not None and local.result is not None
     assert (on_ray.n_cases, on_ray.result.new_verdicts, on_ray.n_error_verdicts) == \
-        (local.n_cases, local.result.new_verdicts, 0) == (300, 900, 0)
+        (local.n_cases, local.result.new_verdicts, 0) == (300, 1200, 0)
 
     want, got = keyed_scores(tmp_path / "local"), keyed_scores(tmp_path / "ray")
     assert got == want  # same case ids, same verifiers, bit-identical scores
     assert len({cid for _, cid in got}) == 300 and len(set(got.values())) > 50
+    repeats = {d: {r["case_id"]: r["detail"]["repeats"]["scores"] for r in results(tmp_path / d) if r["verifier"] == "noisy"}
+               for d in ("local", "ray")}
+    assert repeats["ray"] == repeats["local"] and all(len(set(v)) == 3 for v in repeats["ray"].values())
 
     # The same case index, and everything computed from the run directory agrees.
     assert (tmp_path / "ray/cases.jsonl").read_bytes() == (tmp_path / "local/cases.jsonl").read_bytes()

@@ -245,7 +245,8 @@ def test_the_metrics_frame_holds_no_python_object_per_row(run):
     """What makes the tables small: no Python object per row in the columns the metrics read."""
     f = frame(read_case_frame(run, meta=META), read_verdict_frame(run), "meta.tier", breakdown=["meta.kind"])
     objects = [c for c in f.columns if f[c].dtype == object]
-    assert objects == ["usage"]  # None but for the few verdicts that report usage
+    assert objects == ["usage", "repeats"]  # None but for the few verdicts that report usage, or were repeated
+    assert f["repeats"].isna().all()
     for c in ("verifier", "slice", "role", "doc_type", "dataset", "latency_kind", "bd:meta.kind"):
         assert isinstance(f[c].dtype, pd.CategoricalDtype), c
     assert np.issubdtype(f["case_row"].dtype, np.integer)

@@ -10,7 +10,10 @@ verifiers:
   - rouge
   - bleu: {order: 2}
   - rouge: {type: rouge2, id: rouge2}     # `id` names a second configuration of one verifier
+  - judge: {temperature: 0.8, repeats: 3}  # `repeats` scores each case 3 times: mean and spread kept
 ```
+
+`id` and `repeats` are the generic options every verifier entry takes; the rest are the verifier's own.
 
 `${NAME}` is replaced from the environment; `${VERIFYBENCH_DATA}` falls back to `--data-dir`, then to a
 `shared/datasets` folder found beside the suite's repository. Relative paths are relative to the suite
@@ -38,11 +41,20 @@ PATH_KEYS = PATH_OPTIONS  # dataset options resolved against the suite's folder
 
 
 class VerifierEntry(BaseModel):
-    """One verifier of a suite: its registered `name`, the `id` its results carry, its options."""
+    """One verifier of a suite: its registered `name`, the `id` its results carry, how many times each
+    case is scored (`repeats`, see `verifybench.executors.repeats`), its options."""
 
     id: str
     name: str
+    repeats: int = 1
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+def _repeats(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SuiteError(f"{where}: repeats: expected a whole number of at least 1 (how many times each case is "
+                         f"scored), got {_short(value)}")
+    return value
 
 
 class Suite(BaseModel):
@@ -158,7 +170,8 @@ def _verifier_entries(raw: Any, where: str, base_dir: Path | None = None) -> lis
         vid = str(options.pop("id", name))
         if any(e.id == vid for e in entries):
             raise SuiteError(f"{where}: verifiers[{i}]: id {vid!r} is used twice; give one of them `id: <other>`")
-        entries.append(VerifierEntry(id=vid, name=name, options=options))
+        repeats = _repeats(options.pop("repeats", 1), f"{where}: verifiers[{i}] ({vid})")
+        entries.append(VerifierEntry(id=vid, name=name, repeats=repeats, options=options))
     return entries
 
 
@@ -167,7 +180,8 @@ def _written(kept: Any) -> dict[str, Any]:
     verifiers = []
     for item in kept.get("verifiers") or []:
         options = next(iter(item.values()), None) if isinstance(item, dict) and len(item) == 1 else None
-        verifiers.append({k: v for k, v in options.items() if k != "id"} if isinstance(options, dict) else {})
+        verifiers.append({k: v for k, v in options.items() if k not in ("id", "repeats")}
+                         if isinstance(options, dict) else {})
     return {"dataset": {k: v for k, v in dataset.items() if k not in ("loader", "limit", "sample", "seed", "on_error")},
             "verifiers": verifiers}
 

@@ -15,8 +15,10 @@ columns they take tens of megabytes. Two tables, each a pandas DataFrame:
   order: `case_id` (string), `verifier` (categorical, in order of first appearance), `score`,
   `error`, `latency_ms`, `latency_kind` (categorical), `cost_usd`, `units` (how many units; NaN for
   none), `usage` (the dict, or None), `flipped` and `injected_flip` (from `detail`; nullable
-  booleans), and, when read from a file, `offset` (byte offset of the verdict's line, to read the full
-  verdict back, units and all, with `rundir.read_verdicts_at`).
+  booleans), `repeats` (a repeated verdict's per-repeat scores, `detail.repeats.scores`, a list with None
+  for a failed repeat; None for a verdict scored once), and, when read from a file, `offset` (byte
+  offset of the verdict's line, to read the full verdict back, units and all, with
+  `rundir.read_verdicts_at`).
 
 Both builders here take rows already in memory (dicts, `Verdict`s); the run-directory readers fill the
 same columns from the files, block by block.
@@ -36,7 +38,7 @@ from verifybench.cases import Verdict
 
 CASE_FIELDS = ("dataset", "doc_type", "split")  # the categorical columns of the case table
 VERDICT_COLUMNS = ("case_id", "verifier", "score", "error", "latency_ms", "latency_kind", "cost_usd", "units",
-                   "usage", "flipped", "injected_flip")
+                   "usage", "flipped", "injected_flip", "repeats")
 LATENCY_KINDS = ("case", "batch", "warmup")
 _CHUNK = 65536  # rows kept as Python objects before they are packed into arrays
 
@@ -257,6 +259,15 @@ def case_table(rows: Iterable[dict[str, Any]], meta: Iterable[str] = ()) -> pd.D
     return b.frame()
 
 
+def repeat_scores(detail: Any) -> list[float | None] | None:
+    """The per-repeat scores a repeated verdict's detail holds (`detail.repeats.scores`), or None."""
+    record = detail.get("repeats") if isinstance(detail, dict) else None
+    scores = record.get("scores") if isinstance(record, dict) else None
+    if not isinstance(scores, list):
+        return None
+    return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None for x in scores]
+
+
 def _flag(value: Any) -> int:
     return -1 if value is None else int(bool(value))
 
@@ -282,6 +293,7 @@ class VerdictColumns:
         self.flags = {k: np.empty(capacity, np.int8) for k in FLAGS}  # -1 none, 0, 1
         self.offsets = np.empty(capacity, np.int64)
         self.usage: dict[int, dict] = {}  # row -> usage, for the few verdicts that report one
+        self.repeats: dict[int, list] = {}  # row -> per-repeat scores, for repeated verdicts only
         self.n = 0
 
     def add(self, verdicts: list[Verdict], offsets: list[int] | None = None) -> None:
@@ -303,12 +315,15 @@ class VerdictColumns:
         for n, v in enumerate(vs, i):
             if v.usage is not None:
                 self.usage[n] = v.usage
+            scores = repeat_scores(v.detail)
+            if scores is not None:
+                self.repeats[n] = scores
         self.offsets[i:j] = offsets if offsets is not None else -1
         self.n = j
 
     def add_arrays(self, n: int, case_id: pa.Array, error: pa.Array, verifier: pa.Array, kind: np.ndarray,
                    floats: dict[str, np.ndarray], flags: dict[str, np.ndarray], usage: dict[int, dict],
-                   offsets: np.ndarray) -> None:
+                   offsets: np.ndarray, repeats: dict[int, list] | None = None) -> None:
         i, j = self.n, self.n + n
         self.case_id.append(case_id)
         self.error.append(error)
@@ -322,6 +337,8 @@ class VerdictColumns:
             self.flags[k][i:j] = arr
         for r, u in usage.items():
             self.usage[i + r] = u
+        for r, scores in (repeats or {}).items():
+            self.repeats[i + r] = scores
         self.offsets[i:j] = offsets
         self.n = j
 
@@ -330,6 +347,9 @@ class VerdictColumns:
         usage = np.full(n, None, dtype=object)
         for i, u in self.usage.items():
             usage[i] = u
+        repeats = np.full(n, None, dtype=object)
+        for i, scores in self.repeats.items():
+            repeats[i] = scores
         cols = {
             "case_id": strings_column(self.case_id),
             "verifier": pd.Categorical.from_codes(self.verifier_codes[:n],
@@ -342,6 +362,7 @@ class VerdictColumns:
             "units": self.floats["units"][:n],
             "usage": usage,
             **{k: pd.arrays.BooleanArray(self.flags[k][:n] == 1, self.flags[k][:n] < 0) for k in FLAGS},
+            "repeats": repeats,
         }
         self.case_id, self.error = [], []
         if offsets:

@@ -55,9 +55,26 @@ def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
 
     A batch call that raises, or returns verdicts that do not match the batch, is retried one case at a
     time so a single bad case costs only its own verdict. A verdict without a latency gets its share of
-    the batch's wall time; every latency says how it was measured (`Verdict.latency_kind`).
+    the batch's wall time; every latency says how it was measured (`Verdict.latency_kind`). A verifier
+    with `repeats` above 1 scores the batch that many times, and each case's verdicts are folded into
+    one (`verifybench.executors.repeats`).
     """
     start = time.perf_counter()
+    if verifier.repeats > 1:
+        from verifybench.executors.repeats import score_repeats
+
+        verdicts = score_repeats(verifier, batch, checked_verdicts)
+    else:
+        verdicts = checked_verdicts(verifier, batch)
+    share = (time.perf_counter() - start) * 1000.0 / len(batch)
+    _mark_latency(verifier, batch, verdicts, share)
+    return verdicts
+
+
+def checked_verdicts(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
+    """`verifier.verify(batch)`, checked: one verdict per case in order (else case by case, each case's
+    latency its own), each with the verifier's id and a finite score or an error. Latencies the verifier
+    left out stay out (the caller shares the batch's time)."""
     try:
         verdicts = verifier.verify(batch)
         got = [v.case_id for v in verdicts]
@@ -70,9 +87,15 @@ def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
         if len(batch) == 1:
             verdicts = [_error_verdict(batch[0], verifier, f"{type(e).__name__}: {e}")]
         else:
-            verdicts = [v for case in batch for v in verify_batch(verifier, [case])]
+            verdicts = []
+            for case in batch:
+                started = time.perf_counter()
+                one = checked_verdicts(verifier, [case])
+                if one[0].latency_ms is None:
+                    one[0].latency_ms = (time.perf_counter() - started) * 1000.0
+                    one[0].latency_kind = one[0].latency_kind or "case"
+                verdicts += one
             return verdicts
-    share = (time.perf_counter() - start) * 1000.0 / len(batch)
     for v in verdicts:
         v.verifier = verifier.id
         if v.error is None and v.score is None:
@@ -82,5 +105,4 @@ def verify_batch(verifier: Verifier, batch: list[Case]) -> list[Verdict]:
             # counted as an error by the metrics but not by the run or errors.jsonl.
             v.error = f"verifier returned a score that is not a finite number ({v.score!r})"
             v.score = None
-    _mark_latency(verifier, batch, verdicts, share)
     return verdicts

@@ -19,7 +19,10 @@ run) and shows beside each threshold metric what a refit on the new run would gi
   metric was asked for by name;
 - fails (exit 1) on a verifier x slice x metric whose drop is larger than allowed *and* beyond noise:
   the paired bootstrap interval of the drop (baseline minus current, the same test-split cases, error
-  verdicts counted as wrong on both sides) lies above zero;
+  verdicts counted as wrong on both sides) lies above zero. For a verifier scored with `repeats`, the
+  drop must also exceed its flicker: how far the metric moves between repeats of one run (the metric on
+  each repeat's scores alone, max - min, recorded per slice in the baseline as `flicker`; the larger
+  of the baseline's and the run's). A drop inside that band is the check's own noise, not a regression;
 - gates latency and cost only when they are named, as a relative rise;
 - passes (exit 0) otherwise.
 
@@ -54,6 +57,7 @@ from verifybench.metrics.bootstrap import (
     paired_bootstrap,
     weighted_metrics,
 )
+from verifybench.metrics.repeats import flicker, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.metrics.thresholds import per_value
 from verifybench.phases import phase
@@ -142,7 +146,7 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
                    settings: Settings) -> dict[str, Any]:
     """The baseline document from a finished run's manifest, metrics, verdict frame (with its `ok`
     column), case index and metric settings."""
-    cols = [c for c in ("case_id", "case_row", "verifier", "score", "ok", "label", "slice") if c in frame]
+    cols = [c for c in ("case_id", "case_row", "verifier", "score", "ok", "label", "slice", "repeats") if c in frame]
     test = frame.loc[(frame["role"] == "test").to_numpy(bool), cols]
     once = test.drop_duplicates("case_row" if "case_row" in test else "case_id")
     test_slices = dict(zip(once["case_id"].tolist(), np.asarray(once["slice"].astype(str), dtype=object).tolist()))
@@ -153,6 +157,8 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
         scores = np.where(mine["ok"].to_numpy(bool), mine["score"].to_numpy(float, na_value=np.nan), np.nan)
         labels = mine["label"].to_numpy(bool)
         slice_of = np.asarray(mine["slice"].astype(str), dtype=object)
+        repeated = repeat_matrix(mine["repeats"].to_numpy()) if "repeats" in mine and mine["repeats"].notna().any() \
+            else None
         rows = {}
         for key, sm in [(OVERALL, m["overall"]), *m["slices"].items()]:
             sel = np.ones(len(mine), bool) if key == OVERALL else slice_of == key
@@ -171,10 +177,13 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
                 "latency_basis": lat.get("basis"), "warmup_ms": (lat.get("warmup") or {}).get("total_ms"),
                 "cost_per_1k": sm.get("cost_per_1k"),
             }
+            if repeated is not None:
+                rows[key]["flicker"] = flicker(labels[sel], repeated[sel], t["value"], QUALITY)
         verifiers[vid] = {
             "config_hash": next((v["config_hash"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "config": next((v["config"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "slices": rows,
+            **({"repeats": int(repeated.shape[1])} if repeated is not None else {}),
             # Per-case test-split scores (None = error verdict), for the paired comparison.
             "test_scores": dict(zip(mine["case_id"].tolist(), [None if np.isnan(x) else x for x in scores.tolist()])),
         }
@@ -348,6 +357,11 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
             raise GateRefused(f"refusing to compare: {vid!r} was scored on other test cases than in the baseline")
         if b.get("config_hash") != c.get("config_hash"):
             result.notes.append(f"{vid}: configuration changed since the baseline (this is what is being gated)")
+        if b.get("repeats") or c.get("repeats"):
+            band = {m: _flicker(b["slices"].get(OVERALL) or {}, c["slices"].get(OVERALL) or {}, m) for m in max_drop}
+            result.notes.append(f"{vid}: scored {b.get('repeats') or 1} times per case in the baseline, "
+                                f"{c.get('repeats') or 1} now; a drop counts only beyond its flicker between repeats ("
+                                + ", ".join(f"{m} {v:.3f}" for m, v in band.items()) + ")")
         keys = [OVERALL] + ([k for k in b["slices"] if k != OVERALL] if slices == "each" else [])
         for key in keys:
             bs, cs = b["slices"].get(key), c["slices"].get(key)
@@ -403,7 +417,11 @@ def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base:
             check.baseline, check.current, check.drop = _float(p["a"]), _float(p["b"]), _float(p["diff"])
             check.ci = (p["ci"][0], p["ci"][1])
             note = f" ({held})" if held and metric not in RANK_METRICS else ""
-            if check.drop is not None and check.drop > allowed and check.ci[0] > 0:
+            band = _flicker(bs, cs, metric)
+            if check.drop is not None and allowed < check.drop <= band:
+                check.message = (f"drop {check.drop:.3f} is within the repeats' flicker {band:.3f} ({metric} moves "
+                                 f"that much between repeats of one run){note}")
+            elif check.drop is not None and check.drop > allowed and check.ci[0] > 0:
                 check.status = "fail"
                 check.message = (f"{metric} dropped by {check.drop:.3f} (allowed {allowed:.3f}); "
                                  f"{1 - ALPHA:.0%} CI of the drop [{check.ci[0]:.3f}, {check.ci[1]:.3f}] excludes 0{note}")
@@ -416,6 +434,12 @@ def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base:
                     "restates the class balance")
         checks.append(check)
     return checks
+
+
+def _flicker(bs: dict, cs: dict, metric: str) -> float:
+    """How far `metric` moves between repeats of one run: the larger of the baseline's and the run's
+    recorded flicker (0 for a verifier scored once)."""
+    return max(float((side.get("flicker") or {}).get(metric) or 0.0) for side in (bs, cs))
 
 
 def _cost_checks(vid: str, key: str, bs: dict, cs: dict, max_rise: dict[str, float],

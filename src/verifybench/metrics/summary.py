@@ -21,6 +21,7 @@ from verifybench.metrics.bootstrap import counts_intervals, rank_intervals
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
 from verifybench.metrics.curves import confusion_at, rates, sorted_curve
 from verifybench.metrics.operating import cost_per_1k, latency_kind_codes, latency_summary, pareto_front
+from verifybench.metrics.repeats import flip_summary, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, Settings
 from verifybench.metrics.shortcuts import CUES, shortcut_report
 from verifybench.metrics.thresholds import (
@@ -495,6 +496,8 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
                                            entry["overall"]["threshold"]["value"], s.breakdown)
         if backend:
             entry.update(backend_counts(part(rows, backend)))
+        if "repeats" in df:
+            entry.update(repeat_counts(part(rows, ["role", "repeats"]), entry["overall"]["threshold"]["value"]))
         missing = out["n_cases"] - len(rows)
         if missing:
             entry["missing_verdicts"] = missing
@@ -523,6 +526,17 @@ def backend_counts(vdf: pd.DataFrame) -> dict[str, Any]:
             vals = vdf[col].dropna().astype(bool)
             out[name] = {"rate": float(vals.mean()), "flipped": int(vals.sum()), "cases": int(len(vals))}
     return out
+
+
+def repeat_counts(vdf: pd.DataFrame, threshold: float | None) -> dict[str, Any]:
+    """For a verifier whose cases were scored several times (a suite entry's `repeats`): over the test
+    split, how many cases flip across the fitted `threshold` between repeats, of how many, and the mean
+    spread of their repeats (`metrics.repeats.flip_summary`). Nothing for a verifier scored once."""
+    has = vdf["repeats"].notna().to_numpy(bool)
+    if not has.any():
+        return {}
+    test = has & (vdf["role"] == "test").to_numpy(bool)
+    return {"repeats": {"split": "test", **flip_summary(repeat_matrix(vdf["repeats"].to_numpy()[test]), threshold)}}
 
 
 def breakdown(vdf: pd.DataFrame, threshold: float | None, fields: list[str]) -> dict[str, Any]:

@@ -193,7 +193,8 @@ def verifier_entries(verifiers: Any) -> tuple[list[Any], list[Verifier | None]]:
                 objects.append(None)
         elif isinstance(item, Verifier):
             options = _relative_paths(item.options.model_dump(mode="json"), here)
-            raw.append({_class_name(item): {"id": item.id, **options}})
+            repeats = {"repeats": item.repeats} if item.repeats > 1 else {}  # set on the object: kept
+            raw.append({_class_name(item): {"id": item.id, **repeats, **options}})
             objects.append(item)
         else:
             raise VerifybenchError(f"verifiers[{i}]: expected a verifier name, a {{name: options}} mapping or a "

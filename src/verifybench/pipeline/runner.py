@@ -165,7 +165,9 @@ class Runner:
         self.progress = progress
         self.verifiers = verifiers or [build(e.name, e.id, **e.options) for e in suite.verifiers]
         self.executor = executor or make_executor("local")
+        repeats = {e.id: e.repeats for e in suite.verifiers}  # the suite entry's, whoever built the object
         for v in self.verifiers:
+            v.repeats = repeats.get(v.id, v.repeats)
             v.bind_run(self.run_dir)
         self._executor_info: dict[str, Any] = {"name": self.executor.name}
         self._files_hashed = 0
@@ -204,7 +206,8 @@ class Runner:
             "verifiers": [
                 {"id": v.id, "name": v.name, "config": as_written(v.config, self._written_options(i)),
                  "config_hash": v.config_hash,
-                 "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False))}
+                 "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False)),
+                 **({"repeats": v.repeats} if v.repeats > 1 else {})}
                 for i, v in enumerate(self.verifiers)
             ],
             "executor": self._executor_info,
@@ -254,6 +257,11 @@ class Runner:
         theirs = {v["id"]: v["config_hash"] for v in manifest["verifiers"]}
         if mine != theirs:
             raise VerifybenchError(f"{self.run_dir}: verifier configs differ from the run's manifest; start a new run")
+        for v in self.verifiers:
+            was = next(int(r.get("repeats", 1)) for r in manifest["verifiers"] if r["id"] == v.id)
+            if was != v.repeats:
+                raise VerifybenchError(f"{self.run_dir}: verifier {v.id!r} was scored with repeats: {was}, now "
+                                       f"{v.repeats}; a run keeps one number of repeats: start a new run")
         repair_tail(self.run_dir / RESULTS)
         return {(r["verifier"], r["case_id"]) for r in iter_jsonl(self.run_dir / RESULTS)}
 

@@ -308,7 +308,8 @@ def _verdict_schema():
         ("case_id", pa.string()), ("verifier", pa.string()), ("score", pa.float64()), ("error", pa.string()),
         ("latency_ms", pa.float64()), ("latency_kind", pa.string()), ("cost_usd", pa.float64()),
         ("units", pa.list_(unit)),
-        ("detail", pa.struct([("flipped", pa.bool_()), ("injected_flip", pa.bool_())])),
+        ("detail", pa.struct([("flipped", pa.bool_()), ("injected_flip", pa.bool_()),
+                              ("repeats", pa.struct([("scores", pa.list_(pa.float64()))]))])),
     ])
 
 
@@ -375,13 +376,18 @@ def _verdict_block_fast(out: VerdictColumns, schema, offset: int, block: bytes) 
         f = pc.struct_field(t.column("detail"), k)
         return np.asarray(pc.fill_null(pc.cast(f, pa.int8()), -1), dtype=np.int8)
 
+    repeats: dict[int, list] = {}
+    if b'"repeats":' in block:  # repeated verdicts only: their per-repeat scores, row by row
+        scores = pc.struct_field(pc.struct_field(t.column("detail"), "repeats"), "scores").to_pylist()
+        repeats = {i: r for i, r in enumerate(scores) if r is not None}
+
     kind = pc.fill_null(pc.index_in(t.column("latency_kind"), value_set=pa.array(LATENCY_KINDS)), -1)
     out.add_arrays(
         t.num_rows, case_id=t.column("case_id").combine_chunks(), error=t.column("error").combine_chunks(),
         verifier=t.column("verifier").combine_chunks(), kind=np.asarray(kind, dtype=np.int8),
         floats={k: t.column(k).to_numpy() for k in ("score", "latency_ms", "cost_usd")} | {"units": units},
         flags={"flipped": flag("flipped"), "injected_flip": flag("injected_flip")},
-        usage=usage, offsets=rows_at.astype(np.int64) + offset)
+        usage=usage, offsets=rows_at.astype(np.int64) + offset, repeats=repeats)
     return True
 
 

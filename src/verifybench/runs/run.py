@@ -116,6 +116,8 @@ def tidy_metrics(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         for section in ("usage_per_case", "sample_flip_rate", "injection_flip_rate"):
             for name, value in _leaves(v.get(section) or {}):
                 add(vid, OVERALL, "all", f"{section}.{name}", value)
+        for name, value in _leaves(v.get("repeats") or {}):  # flips across the threshold: over the test split
+            add(vid, OVERALL, "test", f"repeats.{name}", value)
         # Minimal pairs (over all cases, like AUROC) and localization (test split), per slice (docs/spans.md).
         pairs = v.get("pairs") or {}
         for key, p in [(OVERALL, pairs), *(pairs.get("slices") or {}).items()] if pairs else []:

@@ -130,6 +130,9 @@ class Verifier(ABC):
     # Attributes holding heavy parts built on first use (a model, an API client, a knowledge graph):
     # None until `_build_once` fills them, and None again in a pickled copy, which builds its own.
     lazy: ClassVar[tuple[str, ...]] = ()
+    # How many times the runner scores each case with this verifier (the suite entry's generic `repeats`,
+    # set by the runner; see `verifybench.executors.repeats`). Not an option: the verifier is the same.
+    repeats: int = 1
 
     def __init__(self, id: str | None = None, **options: Any) -> None:
         self.id = id or self.name
@@ -169,6 +172,14 @@ class Verifier(ABC):
         from verifybench.verifiers.llm.scrub import describe
 
         return Verdict(case_id=case.id, verifier=self.id, error=describe(error))
+
+    def for_repeat(self, repeat: int) -> Verifier:
+        """The verifier that scores repeat `repeat` (0, 1, ...) of a case scored `repeats` times. The default
+        is this object: one that draws fresh randomness on each call gives fresh samples as it is, and a
+        deterministic one gives the same score each time (a spread of 0). A verifier whose randomness is
+        seeded (a judge's seed and cache key) returns a copy that draws other samples for each repeat,
+        repeat 0 being the verifier as configured."""
+        return self
 
     # --- heavy parts, built once, never pickled ------------------------------------------------------
 

@@ -4,7 +4,9 @@
   returns them, else the judge's stated probability. The judge's own yes/no is recorded, never used as
   the decision: the metrics layer picks the threshold.
 - `samples: N` asks N times (seeded, at `temperature`); the score is the mean, and each verdict records
-  the samples' agreement and whether they flipped.
+  the samples' agreement, whether they flipped, and the seeds asked with.
+- Under the runner's `repeats: R`, repeat r asks samples r*N .. r*N+N-1 (their own seeds and cache keys:
+  fresh samples at a temperature above 0); repeat 0 is the judge as configured.
 - Requests go through the LLM layer (verifiers/llm): timeouts, 429, 5xx and non-JSON 200s are retried
   with exponential backoff and jitter, up to `retries`; malformed JSON gets one repair request, then
   the case's verdict is an error. Every retry and failure is counted.
@@ -22,6 +24,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -157,6 +160,16 @@ class JudgeVerifier(Verifier):
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
         self._attacks: list[str] | None = None
+        self._first_sample = 0  # the sample index (and seed offset) this copy starts at: see for_repeat
+
+    def for_repeat(self, repeat: int) -> JudgeVerifier:
+        """A copy that asks the next `samples` samples: seeds and cache keys of its own for each repeat."""
+        if repeat == 0:
+            return self
+        self.client()  # built before the copy, so every repeat shares one client (and one local server)
+        twin = copy.copy(self)
+        twin._first_sample = self._first_sample + repeat * self.options.samples
+        return twin
 
     # --- parts built on first use -------------------------------------------------------------------
 
@@ -224,7 +237,8 @@ class JudgeVerifier(Verifier):
                 raise ValueError("case has no source text; the judge needs sources to compare with")
             messages = self.messages(case)
             answers, probs = [], []
-            for i in range(o.samples):
+            samples = range(self._first_sample, self._first_sample + o.samples)
+            for i in samples:
                 answer, p, _ = self._ask(messages, i, stats)
                 answers.append(answer)
                 probs.append(p)
@@ -234,7 +248,7 @@ class JudgeVerifier(Verifier):
                 "samples": probs, "votes": votes, "flipped": len(set(votes)) > 1,
                 "agreement": sum(v == majority for v in votes) / len(votes),
                 "judge_says": majority, "claim": answers[0].claim, "reason": answers[0].reason,
-                "template": self.template_for(case.doc_type),
+                "template": self.template_for(case.doc_type), "seeds": [o.seed + i for i in samples],
             }
             if o.inject:
                 detail.update(self._injected(case, majority, stats))
@@ -258,7 +272,7 @@ class JudgeVerifier(Verifier):
         texts = [s.text for s in case.sources]
         mid = len(texts[0]) // 2
         texts[0] = f"{texts[0][:mid]} {attack} {texts[0][mid:]}"
-        answer, p, _ = self._ask(self.messages(case, texts), 0, stats)
+        answer, p, _ = self._ask(self.messages(case, texts), self._first_sample, stats)
         return {"injected_attack": attack, "injected_score": p, "injected_vote": answer.hallucinated,
                 "injected_flip": answer.hallucinated != clean_vote}
 
