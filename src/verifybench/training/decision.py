@@ -19,7 +19,7 @@ Thresholds are chosen by the metrics layer (`select_threshold` on a `threshold_c
 The train side is cut by hash into a fit part (75%) for the logistic regression and a calibration part
 (25%) for the Platt sigmoid and the policy threshold (injection: the highest-recall threshold whose
 unit-level precision on the calibration part of BIPIA train, classes weighted equally, is >= 0.95;
-others: best F1 there). The citation head's abstention band is fitted on that calibration part
+context_contradiction: the most recall at precision >= 0.9 there; others: best F1 there). The citation head's abstention band is fitted on that calibration part
 too (`abstention`): on each side of the threshold, the widest region whose calibration decisions are at
 least `ABSTAIN_TARGET` accurate is decided; between them the model answers "cannot determine". Nothing
 held out is used to fit or to choose anything. `--evaluate-only` re-scores the held-out sets with the
@@ -339,9 +339,10 @@ def abstain_summary(y, p, threshold: float, band: dict) -> dict:
     flag = ~inside & (p >= threshold)
     decided = ~inside
     tp = int((flag & y).sum())
-    return {"escalated": round(float(inside.mean()), 4), "accuracy_decided": round(float(((p >= threshold) == y)[decided].mean()), 4)
-            if decided.any() else None,
-            "precision": round(tp / max(int(flag.sum()), 1), 4), "recall_decided": round(tp / max(int((y & decided).sum()), 1), 4),
+    accuracy = round(float(((p >= threshold) == y)[decided].mean()), 4) if decided.any() else None
+    return {"escalated": round(float(inside.mean()), 4), "accuracy_decided": accuracy,
+            "precision": round(tp / max(int(flag.sum()), 1), 4),
+            "recall_decided": round(tp / max(int((y & decided).sum()), 1), 4),
             "kept_unsupported": round(int((~inside & ~flag & y).sum()) / max(int(y.sum()), 1), 4)}
 
 
@@ -440,7 +441,9 @@ def fit(name: str, fz: Featurizer, data: Path, rows: list[dict]) -> LinearHead:
         return fit_pairs(fz, *contradiction_pairs(rows), ["consistent", "contradicts"], C=0.05)
     if name == "relevance":
         return fit_pairs(fz, *relevance_triples(fz, rows, seed=0), RELEVANCE_LEVELS, C=0.05)
-    return fit_pairs(fz, *context_contradiction_pairs(fz, rows), ["consistent", "contradicts"], C=0.05)
+    # A flag is shown to the reasoning model beside honest material: precision first, as for injection.
+    return fit_pairs(fz, *context_contradiction_pairs(fz, rows), ["consistent", "contradicts"], C=0.05,
+                     min_precision=0.9)
 
 
 if __name__ == "__main__":

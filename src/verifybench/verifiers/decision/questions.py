@@ -14,7 +14,6 @@ the questions for all its units and every answer names its unit.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 QUESTIONS = ("relevance", "contradiction", "instructions", "citation")
 
