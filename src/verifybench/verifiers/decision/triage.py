@@ -5,9 +5,11 @@ verifybench.evaluation.policy, the threshold policy a run applies.)
 In this order, per case:
 
 1. `drop`: a unit whose P(instructions) >= `drop_instructions_at` never reaches the reasoning model;
-2. citation units: `escalate` when the backend's confidence in its choice is below `escalate_below`
-   (they go to the escalation queue, neither kept nor dropped silently); otherwise `keep` when the
-   choice is "supports", else `flag` ("citation does not support its claim");
+2. citation units: `escalate` when the answer is "cannot determine" or the backend's confidence in its
+   choice is below `escalate_below` (they go to the escalation queue, neither kept nor dropped
+   silently); otherwise `keep` when the choice is "supports", else `flag` ("citation does not support
+   its claim"). The local model answers "cannot determine" inside its abstention band (fitted on its
+   calibration fold), so its own `escalate_below` is 0; TypeSafe's is 0.75;
 3. context units (chunks, tool results): `flag` when P(contradiction) >= `flag_contradiction_at`;
    flagged units are kept (marked, so the reasoning model sees the disagreement) and are placed first;
 4. the rest are ranked by relevance (highest first); below `min_relevance` they are trimmed; then
@@ -16,7 +18,7 @@ In this order, per case:
 
 An "answer" unit (the response judged as a unit) is only recorded, never placed in a context.
 A threshold left at None uses the backend's own: the local model's calibrated thresholds (chosen on its
-training side), 0.5 for TypeSafe.
+training side), 0.5 (and `escalate_below` 0.75) for TypeSafe.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class TriageOptions(BaseModel):
 
     drop_instructions_at: float | None = Field(None, ge=0, le=1, description="None: the backend's threshold")
     flag_contradiction_at: float | None = Field(None, ge=0, le=1, description="None: the backend's threshold")
-    escalate_below: float = Field(0.75, ge=0, le=1, description="citation confidence under which a check is escalated")
+    escalate_below: float | None = Field(None, ge=0, le=1, description="citation confidence under which a check is "
+                                         "escalated; None: the backend's (local 0, it abstains by band; TypeSafe 0.75)")
     min_relevance: float = Field(0.0, ge=0, le=1, description="relevance (0..1) under which a unit is trimmed")
     context_budget_tokens: int = Field(2000, ge=1)
 
@@ -60,6 +63,7 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
     """One decision per unit, in unit order."""
     drop_at = opts.drop_instructions_at if opts.drop_instructions_at is not None else default_thresholds["instructions"]
     flag_at = opts.flag_contradiction_at if opts.flag_contradiction_at is not None else default_thresholds["contradiction"]
+    escalate_below = opts.escalate_below if opts.escalate_below is not None else default_thresholds.get("escalate_below")
     if drop_at is None or flag_at is None:  # a model file without a calibrated threshold, and none set here
         raise ValueError("the decision model has no threshold for instructions or contradiction: set "
                          "policy.drop_instructions_at and policy.flag_contradiction_at")
@@ -73,7 +77,7 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
             out[u.key] = UnitDecision(u, a, "drop",
                                       f"instructions addressed to the model (p={a.instructions:.3f} >= {drop_at:.3f})")
         elif u.kind == "citation":
-            out[u.key] = _citation(u, a, opts.escalate_below)
+            out[u.key] = _citation(u, a, escalate_below or 0.0)
         else:
             context.append((u, a))
     flagged = [(u, a) for u, a in context if a.contradiction is not None and a.contradiction >= flag_at]
@@ -84,7 +88,9 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
     for rank, (u, a) in enumerate(flagged + rest, start=1):
         if u.key in flagged_keys:
             used += u.tokens
-            out[u.key] = UnitDecision(u, a, "flag", f"contradicts the question's premise (p={a.contradiction:.3f})", rank)
+            other = a.extra.get("contradicts")
+            out[u.key] = UnitDecision(u, a, "flag", f"contradicts the question's premise (p={a.contradiction:.3f}"
+                                      + (f", against {other})" if other else ")"), rank)
         elif a.relevance is not None and a.relevance < opts.min_relevance:
             out[u.key] = UnitDecision(u, a, "trim", f"relevance {a.relevance:.3f} < {opts.min_relevance}", rank)
         elif used + u.tokens > opts.context_budget_tokens:
@@ -97,12 +103,19 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
 
 
 def _citation(u: DecisionUnit, a: UnitAnswers, escalate_below: float) -> UnitDecision:
-    if a.citation is None:
+    choice = a.choice
+    if a.citation is None or choice is None:
         return UnitDecision(u, a, "escalate", "no citation answer")
-    choice = max(a.citation.items(), key=lambda kv: kv[1])[0]
-    conf = a.citation_confidence if a.citation_confidence is not None else a.citation[choice]
+    conf = a.citation_confidence if a.citation_confidence is not None else a.citation.get(choice, 0.0)
+    if choice == "cannot_determine":
+        return UnitDecision(u, a, "escalate", f"cannot determine{_why(a)} (confidence {conf:.3f})")
     if conf < escalate_below:
         return UnitDecision(u, a, "escalate", f"low confidence {conf:.3f} < {escalate_below} in {choice!r}")
     if choice == "supports":
         return UnitDecision(u, a, "keep", f"citation supports its claim (confidence {conf:.3f})")
     return UnitDecision(u, a, "flag", f"citation: {choice} (confidence {conf:.3f})")
+
+
+def _why(a: UnitAnswers) -> str:
+    band = a.extra.get("abstain_band")
+    return f": P(not supported) {a.not_supported:.3f} inside the abstention band {band}" if band else ""

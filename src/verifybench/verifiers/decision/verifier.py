@@ -130,7 +130,7 @@ class DecisionVerifier(Verifier):
                       detail={"key": d.unit.key, "kind": d.unit.kind, "sources": d.unit.source_ids, "rank": d.rank,
                               "probe": d.unit.probe, "tokens": d.unit.tokens, "answers": d.answers.to_dict()})
                  for d, s in zip(decisions, per_unit)]
-        detail = {"backend": self.backend.name, "question": q,
+        detail = {"backend": self.backend.name, "question": q, "fitted": self.backend.fitted,
                   "actions": {a: sum(d.action == a for d in decisions) for a in ("keep", "flag", "drop", "trim", "escalate")}}
         if q == "policy":
             probes = [d for d in decisions if d.unit.probe] or [d for d in decisions if d.unit.kind != "answer"]

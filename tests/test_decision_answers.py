@@ -1,0 +1,133 @@
+"""The local decision model answers every question the article asks of each unit kind, flags context
+units that disagree, and abstains on citations only inside a band fitted on its calibration fold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from verifybench.cases import Case, Source
+from verifybench.loaders import DatasetSpec, iter_cases
+from verifybench.training.decision import abstention, halueval_rows, is_calibration
+from verifybench.verifiers import build
+from verifybench.verifiers.decision.questions import UnitAnswers, asked
+from verifybench.verifiers.decision.triage import TriageOptions, decide
+from verifybench.verifiers.decision.units import DecisionUnit
+
+CAPITAL = "Which city is the capital of France?"
+
+
+def kinds_case(question: str | None) -> Case:
+    return Case(id="kinds", dataset="t", question=question, response="The capital of France is Paris.", label=False,
+                sources=[Source(id="c", text="Paris is the capital and largest city of France."),
+                         Source(id="t", text='{"country": "France", "capital": "Paris"}', metadata={"kind": "tool_result"}),
+                         Source(id="r", text="Paris has been the French capital since 987.",
+                                metadata={"kind": "citation", "claim": "Paris is the capital of France."})])
+
+
+@pytest.mark.parametrize("question", [CAPITAL, None])
+def test_every_unit_kind_gets_an_answer_to_each_of_its_questions(question, tmp_path):
+    v = build("decision", question="policy", response_as_unit=True, audit_dir=str(tmp_path))
+    verdict = v.verify([kinds_case(question)])[0]
+    assert verdict.ok, verdict.error
+    assert {u.detail["kind"] for u in verdict.units} == {"chunk", "tool_result", "citation", "answer"}
+    for u in verdict.units:
+        got = u.detail["answers"]
+        wanted = asked(u.detail["kind"], bool(question))
+        assert all(got.get(q) is not None for q in wanted), (u.detail["kind"], wanted, got)
+        if question and u.detail["kind"] != "answer":
+            assert 0.0 <= got["contradiction"] <= 1.0
+    if question:
+        assert "contradiction" in asked("chunk", True) and "contradiction" in asked("tool_result", True)
+    cite = next(u for u in verdict.units if u.detail["kind"] == "citation")
+    assert cite.detail["answers"]["citation_choice"] in ("supports", "does_not_support", "cannot_determine")
+
+
+def test_tool_results_that_disagree_with_the_chunk_are_kept_but_flagged_offline(data_dir, tmp_path):
+    """HaluEval qa rows the model never saw (the test hash split): the knowledge as a chunk, and as a tool
+    result the hallucinated answer (disagrees) or the right one (agrees)."""
+    rows = halueval_rows(data_dir, "test", cap=40)
+
+    def case(i: int, r: dict, wrong: bool) -> Case:
+        return Case(id=f"r{i}-{wrong}", dataset="t", question=r["question"], response="", label=wrong, sources=[
+            Source(id="k", text=r["knowledge"]),
+            Source(id="t", text=r["hallucinated_answer" if wrong else "right_answer"], metadata={"kind": "tool_result"})])
+    v = build("decision", question="policy", audit_dir=str(tmp_path))
+    verdicts = v.verify([case(i, r, w) for i, r in enumerate(rows) for w in (True, False)])
+    assert all(x.ok for x in verdicts)
+    flags = {w: sum(x.detail["actions"]["flag"] for x in verdicts if x.case_id.endswith(str(w))) for w in (True, False)}
+    assert flags[True] > flags[False]
+    flagged = [u for x in verdicts for u in x.units if u.status == "flag"]
+    assert flagged and all("contradicts" in u.evidence for u in flagged)
+    for x in verdicts:  # flagged units are placed first
+        ranks = [(u.status == "flag", u.detail["rank"]) for u in x.units]
+        assert all(rf < rk for f, rf in ranks if f for k, rk in ranks if not k)
+    # Kept, not dropped: a flagged unit reaches the reasoning model, marked.
+    assert all(x.detail["actions"]["drop"] == 0 for x in verdicts)
+    assert verdicts[0].detail["fitted"]["contradiction"] == pytest.approx(v.backend.model.threshold("context_contradiction"))
+
+
+# ---------- the abstention band ----------
+
+def synthetic(n: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    keys = [f"case-{i}" for i in range(n)]
+    y = rng.random(n) < 0.5
+    p = np.clip(np.where(y, 0.6, 0.4) + rng.normal(0, 0.18, n), 0, 1)
+    return keys, y, p
+
+
+def test_the_abstention_band_comes_from_the_calibration_fold_only():
+    keys, y, p = synthetic()
+    cal = np.array([is_calibration(k) for k in keys])
+    assert 0 < cal.sum() < len(keys)
+    band = abstention(keys, y, p, threshold=0.5)
+    assert band["low"] <= 0.5 <= band["high"] and band["low"] < band["high"]
+    assert band["calibration"]["n"] == cal.sum()
+    assert band["accuracy"]["below"] >= band["target_accuracy"] and band["accuracy"]["above"] >= band["target_accuracy"]
+    # Labels and scores of every case outside the calibration fold (fit side, or held-out test cases
+    # passed in by mistake) do not move the band ...
+    y2, p2 = y.copy(), p.copy()
+    y2[~cal] = ~y2[~cal]
+    p2[~cal] = 1 - p2[~cal]
+    assert abstention(keys, y2, p2, threshold=0.5) == band
+    # ... while the calibration fold's labels do.
+    y3 = y.copy()
+    y3[cal] = ~y3[cal]
+    assert abstention(keys, y3, p, threshold=0.5) != band
+
+
+def test_inside_the_band_is_cannot_determine_and_only_that_escalates(data_dir, tmp_path):
+    spec = DatasetSpec(loader="attributionbench", path=str(data_dir / "attributionbench"), splits=["test"], limit=60)
+    cases = list(iter_cases(spec))
+    v = build("decision", question="citation", audit_dir=str(tmp_path))
+    low, high = v.backend.model.abstain_band("citation")
+    threshold = v.backend.model.threshold("citation")
+    old_rule = new = 0
+    for verdict in v.verify(cases):
+        cite = next(u for u in verdict.units if u.detail["kind"] == "citation")
+        a = cite.detail["answers"]
+        p = a["citation"]["does_not_support"]
+        inside = low <= p <= high
+        assert (cite.status == "escalate") == inside == (a["citation_choice"] == "cannot_determine")
+        if not inside:  # decided at the calibrated threshold, not at 0.5
+            assert cite.status == ("flag" if p >= threshold else "keep")
+            assert a["citation_confidence"] >= 0.75
+        assert verdict.score == pytest.approx(p)  # the case score is unchanged by the band
+        new += inside
+        old_rule += max(p, 1 - p) < 0.75  # the fixed confidence rule this replaces
+    assert new < old_rule
+
+
+def test_an_explicit_choice_is_what_the_policy_reads():
+    units = [DecisionUnit(k, "citation", "x" * 40, [k], claim="c") for k in ("u1", "u2", "u3")]
+    probs = {"supports": 0.4, "does_not_support": 0.6, "cannot_determine": 0.0}
+    answers = {"u1": UnitAnswers(instructions=0.0, citation=probs, citation_choice="cannot_determine", citation_confidence=0.9),
+               "u2": UnitAnswers(instructions=0.0, citation=probs, citation_choice="supports", citation_confidence=0.8),
+               "u3": UnitAnswers(instructions=0.0, citation=probs, citation_confidence=0.6)}
+    got = {d.unit.key: d.action for d in decide(units, answers, TriageOptions(),
+                                                  {"instructions": 0.5, "contradiction": 0.5, "escalate_below": 0.0})}
+    # "cannot determine" escalates whatever the confidence; otherwise the choice, not the argmax, decides.
+    assert got == {"u1": "escalate", "u2": "keep", "u3": "flag"}
+    strict = decide(units, answers, TriageOptions(escalate_below=0.75), {"instructions": 0.5, "contradiction": 0.5})
+    assert [d.action for d in strict] == ["escalate", "keep", "escalate"]
