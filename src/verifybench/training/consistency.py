@@ -119,7 +119,8 @@ CONFIGS: dict[str, TrainConfig] = {
                               halueval_dialogue_rows=150, attributionbench_dev=600, curriculum=True),
                       budget=96, max_length=144, learning_rate=1e-4, bf16=True, sampler="sequential",
                       spec=WindowSpec(budget=96, top_k=2)),
-    # v3 (stage 3, issue #30): v1 continued on answer-style data (CONSISTENCY_DEV.md, stage 3): about half
+    # v3 (stage 3, issue #30; tried, not shipped: CONSISTENCY_DEV.md probe 16, support calibration 0.464 -> 0.425):
+    # v1 continued on answer-style data: about half
     # answer-style synthetic pairs from HaluEval QA knowledge, a quarter real QA / dialogue pairs, a quarter
     # a replay of v1's kinds (fresh training-side documents). Shuffled: the base already sees one changed fact.
     "v3": TrainConfig(DataMix(synthetic_windows=900, synthetic_attribution_windows=100, halueval_summary_rows=40,

@@ -354,6 +354,8 @@ SAME_DURATION = {"7 days": "a week", "14 days": "two weeks", "21 days": "three w
                  "30 minutes": "half an hour", "12 months": "a year", "24 months": "two years",
                  "one week": "7 days", "two weeks": "14 days", "one year": "12 months", "a week": "7 days"}
 UNITS = ["minutes", "hours", "days", "business days", "weeks", "months", "years"]
+DURATION = re.compile(r"\b(\d+|" + "|".join(SMALL_NUMBERS[1:]) + r"|a|an)\s+(" + "|".join(UNITS)
+                      + r"|week|day|hour|month|year|minute)\b", re.I)
 TIME = re.compile(r"\b(1[0-2]|0?[1-9])(?::([0-5]\d))?\s*([ap])\.?\s?m\b\.?", re.I)
 ZONES = ["ET", "PT", "CT", "MT", "UTC", "GMT", "CET", "EST", "PST"]
 # Plans, tiers, periods and roles: words a customer-facing answer swaps for a sibling.
@@ -436,7 +438,7 @@ def swap_time(text: str, rng: random.Random) -> str | None:
 
 def swap_duration(text: str, rng: random.Random) -> str | None:
     """A duration's unit changed ("5 business days" -> "5 weeks") or a same-duration phrase made wrong."""
-    hits = [m for m in re.finditer(r"\b(\d+|" + "|".join(SMALL_NUMBERS[1:]) + r"|a|an)\s+(" + "|".join(UNITS) + r"|week|day|hour|month|year|minute)\b", text, re.I)]
+    hits = list(DURATION.finditer(text))
     if not hits:
         return None
     m = rng.choice(hits)
@@ -461,7 +463,7 @@ def swap_noun(text: str, window, rng: random.Random) -> str | None:
     """A common noun of the claim swapped for another noun of the same number from the window (a role,
     a product or a thing the source names elsewhere: every word is still "in the source")."""
     lower = text.lower()
-    cands = {}
+    cands: dict[str, set[str]] = {}
     for t in window:
         if t.pos_ == "NOUN" and t.is_alpha and len(t.text) > 3:
             cands.setdefault(t.tag_, set()).add(t.lower_)
