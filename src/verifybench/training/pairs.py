@@ -43,6 +43,7 @@ DEV_FRACTION = 0.1
 DEV_DOMAINS = ("news", "sales_call")
 
 WORDS = re.compile(r"\w+")
+JOINED = re.compile(r"([a-z0-9)\"])\.([A-Z])")
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,10 @@ class DataMix:
     curriculum: bool = False  # easy contrasts first (see `curriculum_order`)
     pairs_per_window: int = 1  # source sentences drawn per synthetic window, each giving a positive and a negative
     real_in_hard: float = 0.0  # (curriculum) share of the real pairs kept back and mixed into the minimal-pair phase
+    # Stage 3 (answer style): windows of HaluEval QA knowledge with answer-style claims, and real QA pairs.
+    qa_synthetic_windows: int = 0
+    halueval_qa_rows: int = 0
+    answer_style_share: float = 0.7  # of the answer-style positives, the share said with perturb.answer_style
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -118,6 +123,26 @@ def dev_cases(data: Path, halueval_rows_cap: int | None = None) -> dict[str, lis
     return out
 
 
+def answer_dev_cases(data: Path, rows_cap: int | None = None) -> dict[str, list[Case]]:
+    """Stage 3's answer-style development sets: the support set's calibration split (the repository's
+    datasets/support, through evals/support.yaml's field mapping) and the development slices of HaluEval
+    QA and dialogue (the first `rows_cap` rows of each, 2 cases a row). The support test split and
+    HaluEval's `holdout: test` side are evaluation data, read by no function here."""
+    from verifybench.loaders import iter_cases
+    from verifybench.suite import load_suite
+
+    suite = load_suite(Path(__file__).resolve().parents[3] / "evals" / "support.yaml", data_dir=data)
+    out = {"support-calibration": [c for c in iter_cases(suite.dataset) if c.split == "calibration"]}
+    for task in ("qa", "dialogue"):
+        cases = [c for c in _cases(halueval(data / "halueval" / f"{task}_data.json", holdout="train"))
+                 if is_dev(c.sources[0].text)]
+        if rows_cap:
+            keep = set(list(dict.fromkeys(c.meta["group"] for c in cases))[:rows_cap])
+            cases = [c for c in cases if c.meta["group"] in keep]
+        out[f"halueval-{task}-dev"] = cases
+    return out
+
+
 class Windower:
     """Premise windows exactly as inference cuts them (`windows.pack` over pysbd sentences)."""
 
@@ -136,8 +161,10 @@ def best_window(windows: list[str], claim: str) -> str:
 
 
 def synthetic_pairs(docs: list[tuple[str, str]], n_windows: int, windower: Windower, mix: DataMix,
-                    rng: random.Random, progress: Callable | None = None) -> list[Pair]:
-    """One faithful and one perturbed claim per sampled window of the documents (key, text)."""
+                    rng: random.Random, progress: Callable | None = None, answer: bool = False) -> list[Pair]:
+    """One faithful and one perturbed claim per sampled window of the documents (key, text). With `answer`,
+    the claims are answer-style (`perturb.answer_style`, `perturb.answer_negative`) and short windows
+    count: a QA knowledge passage is a sentence or three."""
     from verifybench.verifiers.anchors.text import english_pipeline
 
     nlp = english_pipeline()
@@ -149,7 +176,7 @@ def synthetic_pairs(docs: list[tuple[str, str]], n_windows: int, windower: Windo
             break
         key, text = docs[i]
         wins = windower(text)
-        good = [j for j, w in enumerate(wins) if len(w.split()) >= 25]
+        good = [j for j, w in enumerate(wins) if len(w.split()) >= (8 if answer else 25)]
         if good:
             chosen.append((key, wins, rng.choice(good)))
     parsed = list(nlp.pipe([wins[j] for _, wins, j in chosen], batch_size=32))
@@ -173,18 +200,22 @@ def synthetic_pairs(docs: list[tuple[str, str]], n_windows: int, windower: Windo
             if made is None:
                 continue
             pos_kind, pos_text = made
+            if answer and rng.random() < mix.answer_style_share:
+                pos_text = perturb.answer_style(pos_text, rng)
             # Foreign sentences: from this document outside the window (hard) or from another document.
             outside = [w for k, w in enumerate(wins) if abs(k - j) > 1]
             _, other_wins, _ = chosen[rng.randrange(len(chosen))]
             foreign_src = rng.choice(outside) if outside and rng.random() < 0.5 else rng.choice(other_wins)
             foreign = [s.text for s in sentences(foreign_src) if len(s.text.split()) >= 5]
-            neg = perturb.negative(pos_text, doc, pool, foreign, rng, mix.negative_kinds)
+            neg = (perturb.answer_negative(pos_text, doc, pool, foreign, rng) if answer
+                   else perturb.negative(pos_text, doc, pool, foreign, rng, mix.negative_kinds))
             if neg is None:
                 continue
             premise = wins[j]
             group = "" if mix.pairs_per_window == 1 else f"{key}:{j}:{sent.start}"
-            out.append(Pair(premise, pos_text, 1, f"synthetic/{pos_kind}", key, group))
-            out.append(Pair(premise, neg[1], 0, f"synthetic/{neg[0]}", key, group))
+            prefix = "answer" if answer else "synthetic"
+            out.append(Pair(premise, pos_text, 1, f"{prefix}/{pos_kind}", key, group))
+            out.append(Pair(premise, neg[1], 0, f"{prefix}/{neg[0]}", key, group))
     return out
 
 
@@ -204,11 +235,12 @@ def summary_pairs(rows: list[tuple[str, str, str]], windower: Windower, with_neg
     return out
 
 
-def dialogue_pairs(rows: list[tuple[str, str, str]]) -> list[Pair]:
+def dialogue_pairs(rows: list[tuple[str, str, str]], task: str = "dialogue") -> list[Pair]:
+    """Knowledge -> right output (1) and hallucinated output (0): HaluEval dialogue or QA rows."""
     out = []
     for knowledge, good, bad in rows:
-        out.append(Pair(knowledge, good, 1, "halueval-dialogue/right", doc_key(knowledge)))
-        out.append(Pair(knowledge, bad, 0, "halueval-dialogue/hallucinated", doc_key(knowledge)))
+        out.append(Pair(knowledge, good, 1, f"halueval-{task}/right", doc_key(knowledge)))
+        out.append(Pair(knowledge, bad, 0, f"halueval-{task}/hallucinated", doc_key(knowledge)))
     return out
 
 
@@ -250,11 +282,23 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
         picked = list(ab)
         rng.shuffle(picked)
         pairs += attribution_pairs(picked[:mix.attributionbench_dev], windower)
+    if mix.qa_synthetic_windows or mix.halueval_qa_rows:
+        qa = halueval_rows(data, "qa", "fit")
+        rng.shuffle(qa)
+        # Rows for the real QA pairs and knowledge for the synthetic ones never overlap.
+        real_qa, synth_qa = qa[:mix.halueval_qa_rows], qa[mix.halueval_qa_rows:]
+        pairs += dialogue_pairs(real_qa, "qa")
+        if mix.qa_synthetic_windows:
+            # HaluEval QA joins its Wikipedia sentences without a space ("century.First for Women"): the
+            # synthetic premises get the space back, so a claim is one sentence, not two run together.
+            docs = [(doc_key(k), JOINED.sub(r"\1. \2", k)) for k, _, _ in synth_qa]
+            pairs += synthetic_pairs(docs, mix.qa_synthetic_windows, windower, mix, rng, answer=True)
     rng.shuffle(pairs)
     return curriculum_order(pairs, mix.real_in_hard, random.Random(mix.seed + 1)) if mix.curriculum else pairs
 
 
-EASY_NEGATIVES = ("synthetic/outside", "synthetic/insertion")
+EASY_NEGATIVES = ("synthetic/outside", "synthetic/insertion", "answer/insertion")
+SYNTHETIC = ("synthetic/", "answer/")  # kinds made by `synthetic_pairs` (the others are real pairs)
 
 
 def curriculum_order(pairs: list[Pair], real_in_hard: float = 0.0, rng: random.Random | None = None) -> list[Pair]:
@@ -265,9 +309,9 @@ def curriculum_order(pairs: list[Pair], real_in_hard: float = 0.0, rng: random.R
     is kept back from the first phase and shuffled into the second, so the last steps still see real
     hallucinations (probe 12 lost HaluEval's style signal by ending on minimal pairs only)."""
     easy = {(p.premise, p.group) for p in pairs if p.kind in EASY_NEGATIVES}
-    real = [p for p in pairs if not p.kind.startswith("synthetic/")]
+    real = [p for p in pairs if not p.kind.startswith(SYNTHETIC)]
     held = {id(p) for p in real[:round(real_in_hard * len(real))]}  # `pairs` is already shuffled
-    first = [p for p in pairs if id(p) not in held and (not p.kind.startswith("synthetic/") or (p.premise, p.group) in easy)]
+    first = [p for p in pairs if id(p) not in held and (not p.kind.startswith(SYNTHETIC) or (p.premise, p.group) in easy)]
     keep = {id(p) for p in first}
     rest = [p for p in pairs if id(p) not in keep]
     if held:

@@ -337,3 +337,192 @@ def negative(text: str, window, pool: dict[str, list[str]], foreign: list[str], 
         if out and out.strip() != text.strip():
             return kind, out
     return None
+
+
+# ---------- answer style (stage 3): how a short answer says a fact, and the facts answers get wrong ----------
+
+CONTRACTIONS = {"is not": "isn't", "are not": "aren't", "was not": "wasn't", "were not": "weren't",
+                "cannot": "can't", "can not": "can't", "do not": "don't", "does not": "doesn't",
+                "did not": "didn't", "will not": "won't", "would not": "wouldn't", "has not": "hasn't",
+                "have not": "haven't", "had not": "hadn't", "should not": "shouldn't", "could not": "couldn't",
+                "it is": "it's", "you are": "you're", "they are": "they're", "there is": "there's"}
+SMALL_NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                 "eleven", "twelve"]
+# A duration said in another unit: the same length of time.
+SAME_DURATION = {"7 days": "a week", "14 days": "two weeks", "21 days": "three weeks", "24 hours": "a day",
+                 "48 hours": "two days", "72 hours": "three days", "60 minutes": "an hour",
+                 "30 minutes": "half an hour", "12 months": "a year", "24 months": "two years",
+                 "one week": "7 days", "two weeks": "14 days", "one year": "12 months", "a week": "7 days"}
+UNITS = ["minutes", "hours", "days", "business days", "weeks", "months", "years"]
+DURATION = re.compile(r"\b(\d+|" + "|".join(SMALL_NUMBERS[1:]) + r"|a|an)\s+(" + "|".join(UNITS)
+                      + r"|week|day|hour|month|year|minute)\b", re.I)
+TIME = re.compile(r"\b(1[0-2]|0?[1-9])(?::([0-5]\d))?\s*([ap])\.?\s?m\b\.?", re.I)
+ZONES = ["ET", "PT", "CT", "MT", "UTC", "GMT", "CET", "EST", "PST"]
+# Plans, tiers, periods and roles: words a customer-facing answer swaps for a sibling.
+TIERS = [("monthly", "annual"), ("annual", "monthly"), ("yearly", "monthly"), ("daily", "weekly"),
+         ("weekly", "monthly"), ("free", "paid"), ("paid", "free"), ("basic", "premium"), ("premium", "basic"),
+         ("standard", "premium"), ("professional", "amateur"), ("amateur", "professional"),
+         ("public", "private"), ("private", "public"), ("owner", "member"), ("owners", "members"),
+         ("members", "guests"), ("admin", "user"), ("administrator", "user"), ("manager", "employee"),
+         ("employees", "managers"), ("students", "teachers"), ("teacher", "student"), ("domestic", "international"),
+         ("international", "domestic"), ("national", "regional"), ("senior", "junior"), ("junior", "senior"),
+         ("full-time", "part-time"), ("part-time", "full-time"), ("online", "in-store"), ("men's", "women's"),
+         ("women's", "men's")]
+ANSWER_POSITIVE_STYLES = ("contract", "number_words", "duration")
+ANSWER_NEGATIVE_KINDS = ("entity", "number", "date", "time", "duration", "negation", "tier", "noun", "insertion")
+# Unsupported qualifiers an answer adds (a condition, a cost, a scope or a deadline the source never states).
+QUALIFIERS = ["within 24 hours", "at no extra cost", "for every user", "on weekends too", "before 5 pm ET",
+              "automatically", "for up to 30 days", "without any fee", "in all countries", "with a full refund"]
+
+
+def contract(text: str) -> str | None:
+    hits = [(m, CONTRACTIONS[m.group(0).lower()]) for m in
+            re.finditer(r"\b(" + "|".join(CONTRACTIONS) + r")\b", text, re.I)]
+    if not hits:
+        return None
+    m, rep = hits[0]
+    rep = rep[0].upper() + rep[1:] if m.group(0)[0].isupper() else rep
+    return text[:m.start()] + rep + text[m.end():]
+
+
+def number_words(text: str) -> str | None:
+    """A small count written as a word ("3 days" -> "three days"); never a decimal, a time, a date or an ordinal."""
+    # A count is followed by the word it counts ("3 days"), not by a month, a letter or another number.
+    hits = [m for m in re.finditer(r"(?<![\d.,:$])\b([0-9]|1[0-2])(?= [a-z]{2,})", text)]
+    hits = [m for m in hits if not TIME.match(text, m.start())]
+    if not hits:
+        return None
+    m = hits[0]
+    return text[:m.start()] + SMALL_NUMBERS[int(m.group(1))] + text[m.end():]
+
+
+def same_duration(text: str) -> str | None:
+    for old, new in SAME_DURATION.items():
+        m = re.search(r"\b" + re.escape(old) + r"\b", text, re.I)
+        if m:
+            return text[:m.start()] + new + text[m.end():]
+    return None
+
+
+def answer_style(text: str, rng: random.Random) -> str:
+    """The same claim said as a support answer might say it (each change keeps the meaning)."""
+    styles = list(ANSWER_POSITIVE_STYLES)
+    rng.shuffle(styles)
+    for style in styles:
+        out = {"contract": contract, "number_words": number_words, "duration": same_duration}[style](text)
+        if out:
+            text = out
+    return text
+
+
+def swap_time(text: str, rng: random.Random) -> str | None:
+    """Another hour of the day, the other half of the day, or another time zone."""
+    times = list(TIME.finditer(text))
+    zones = [m for m in re.finditer(r"\b(" + "|".join(ZONES) + r")\b", text)]
+    options = []
+    if times:
+        m = rng.choice(times)
+        hour = int(m.group(1))
+        new_hour = rng.choice([h for h in range(1, 13) if h != hour])
+        mins = f":{m.group(2)}" if m.group(2) else ""
+        options.append((m, f"{new_hour}{mins} {m.group(3).lower()}m"))
+        options.append((m, f"{hour}{mins} {'pm' if m.group(3).lower() == 'a' else 'am'}"))
+    if zones:
+        z = rng.choice(zones)
+        options.append((z, rng.choice([x for x in ZONES if x != z.group(0)])))
+    if not options:
+        return None
+    m, rep = rng.choice(options)
+    return text[:m.start()] + rep + text[m.end():]
+
+
+def swap_duration(text: str, rng: random.Random) -> str | None:
+    """A duration's unit changed ("5 business days" -> "5 weeks") or a same-duration phrase made wrong."""
+    hits = list(DURATION.finditer(text))
+    if not hits:
+        return None
+    m = rng.choice(hits)
+    unit = m.group(2).lower()
+    plural = unit.endswith("s")
+    units = [u for u in UNITS if u.rstrip("s") != unit.rstrip("s") and u != "business days"]
+    new = rng.choice(units)
+    new = new if plural else new.rstrip("s")
+    return text[:m.start(2)] + new + text[m.end(2):]
+
+
+def swap_tier(text: str, rng: random.Random) -> str | None:
+    hits = [(m, new) for old, new in TIERS for m in re.finditer(r"\b" + re.escape(old) + r"\b", text, re.I)]
+    if not hits:
+        return None
+    m, new = rng.choice(hits)
+    new = new[0].upper() + new[1:] if m.group(0)[0].isupper() else new
+    return text[:m.start()] + new + text[m.end():]
+
+
+def swap_noun(text: str, window, rng: random.Random) -> str | None:
+    """A common noun of the claim swapped for another noun of the same number from the window (a role,
+    a product or a thing the source names elsewhere: every word is still "in the source")."""
+    lower = text.lower()
+    cands: dict[str, set[str]] = {}
+    for t in window:
+        if t.pos_ == "NOUN" and t.is_alpha and len(t.text) > 3:
+            cands.setdefault(t.tag_, set()).add(t.lower_)
+    here = [w for tag, ws in cands.items() for w in ws if re.search(r"\b" + re.escape(w) + r"\b", lower)]
+    if not here:
+        return None
+    old = rng.choice(sorted(here))
+    tag = next(tag for tag, ws in cands.items() if old in ws)
+    others = sorted(w for w in cands[tag] if w != old and not re.search(r"\b" + re.escape(w) + r"\b", lower))
+    if not others:
+        return None
+    m = re.search(r"\b" + re.escape(old) + r"\b", text, re.I)
+    if m is None:
+        return None
+    new = rng.choice(others)
+    new = new[0].upper() + new[1:] if m.group(0)[0].isupper() else new
+    return text[:m.start()] + new + text[m.end():]
+
+
+def negate_answer(text: str, rng: random.Random) -> str | None:
+    """A negation added or removed, written contracted half the time ("is" -> "isn't", "can't" -> "can")."""
+    out = negate(text, rng)
+    if out and rng.random() < 0.5:
+        out = contract(out) or out
+    return out
+
+
+def add_qualifier(text: str, window, pool: dict[str, list[str]], foreign: list[str], rng: random.Random) -> str | None:
+    if rng.random() < 0.5:
+        q = rng.choice(QUALIFIERS)
+        if q.split()[-1] not in window.text:
+            return text.rstrip().rstrip(".!?") + f" {q}."
+    return insert_detail(text, window, pool, foreign, rng)
+
+
+def answer_negative(text: str, window, pool: dict[str, list[str]], foreign: list[str], rng: random.Random,
+                    kinds: tuple[str, ...] = ANSWER_NEGATIVE_KINDS) -> tuple[str, str] | None:
+    """(kind, claim) with one fact of an answer-style claim changed, or None when nothing applies."""
+    order = list(kinds)
+    rng.shuffle(order)
+    for kind in order:
+        if kind == "entity":
+            out = swap_entity(text, window, pool, rng)
+        elif kind == "number":
+            out = swap_number(text, window, rng)
+        elif kind == "date":
+            out = swap_date(text, rng)
+        elif kind == "time":
+            out = swap_time(text, rng)
+        elif kind == "duration":
+            out = swap_duration(text, rng)
+        elif kind == "negation":
+            out = negate_answer(text, rng)
+        elif kind == "tier":
+            out = swap_tier(text, rng)
+        elif kind == "noun":
+            out = swap_noun(text, window, rng)
+        else:
+            out = add_qualifier(text, window, pool, foreign, rng)
+        if out and out.strip() != text.strip():
+            return kind, out
+    return None
