@@ -191,3 +191,24 @@ def test_cases_the_policy_cannot_place_are_error_verdicts_and_the_batch_goes_on(
     assert c.ok
     assert build("decision", question="policy").probabilistic is False
     assert build("decision", question="injection").probabilistic is True
+
+
+def test_local_latency_is_per_case_a_long_case_pays_for_its_text(tmp_path):
+    # A batch's encoder pass is shared out by the text each case brought, so a case with many long
+    # chunks costs more than a one-line case of the same batch; the model load is warm-up, not a case's.
+    long_case = Case(id="long", dataset="t", question="What does the manual say?", response="", label=False,
+                     sources=[Source(id=f"s{i}", text=f"Chapter {i} explains invoices, refunds and limits in detail. " * 12)
+                              for i in range(6)])
+    short_case = Case(id="short", dataset="t", response="", label=False, sources=[Source(id="s", text="Hi.")])
+    v = build("decision", question="injection", audit_dir=str(tmp_path))
+    verdicts = by_case(v.verify([short_case, long_case]))
+    for x in verdicts.values():
+        assert x.ok and x.latency_kind == "case"
+        split = x.detail["latency_ms"]
+        assert x.latency_ms == pytest.approx(split["own"] + split["batched_share"] + split.get("model_load", 0.0), abs=1e-2)
+    assert verdicts["long"].detail["latency_ms"]["batched_share"] > verdicts["short"].detail["latency_ms"]["batched_share"]
+    assert "model_load" not in verdicts["long"].detail["latency_ms"]
+
+
+def by_case(verdicts):
+    return {v.case_id: v for v in verdicts}

@@ -141,3 +141,13 @@ def test_a_non_json_200_is_retried_like_a_5xx(tmp_path, monkeypatch):
     assert verdict.error is None and len(server.requests) == 2
     assert verdict.usage["requests"] == 2 and verdict.usage["retries"] == 1
     assert server.paths == ["/v1/systemone"] * 2
+
+
+def test_each_case_is_timed_by_its_own_request(tmp_path):
+    cases = scenarios.cases()
+    v = verifier(tmp_path, question="injection")
+    verdicts = v.verify([cases["filter"], cases["citations"]])
+    for x in verdicts:
+        assert x.ok and x.latency_kind == "case" and x.detail["latency_ms"]["batched_share"] == 0.0
+        # its own request's time plus its own splitting and deciding, not a share of the batch's
+        assert x.latency_ms >= v.backend.case_ms[x.case_id] > 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from typing import Any
 
 import httpx2
@@ -36,6 +37,7 @@ class MalformedAnswer(Exception):
 
 class LocalBackend:
     name = "local"
+    batched = True  # one encoder pass for a whole batch: per-case latency is a share of it
 
     def __init__(self, params: str | None = None, cache_dir: str | None = None, batch_size: int = 64):
         from verifybench.verifiers.decision.features import Featurizer
@@ -60,6 +62,10 @@ class LocalBackend:
         band = self.model.abstain_band("citation")
         return {**self.thresholds, "citation": self.model.threshold("citation"),
                 "citation_abstain_band": list(band) if band else None}
+
+    def load(self) -> None:
+        """Load the encoder now, so the runner times it as warm-up rather than inside a batch."""
+        getattr(self.model.featurizer.encoder.encoder, "model", None)
 
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
         flat = [(i, u) for i, (_, units) in enumerate(items) for u in units]
@@ -167,6 +173,7 @@ class TypeSafeBackend:
     """TypeSafe System One through the official SDK: one request per case, all its units' questions in it."""
 
     name = "typesafe"
+    batched = False  # one request per case: each case's latency is its own request's
     thresholds = {"instructions": 0.5, "contradiction": 0.5, "escalate_below": 0.75}
     fitted = thresholds  # nothing is fitted: the service's own probabilities against fixed cut-offs
 
@@ -182,6 +189,7 @@ class TypeSafeBackend:
         self._sent: CountingTransport | None = None
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         self.case_usage: dict[str, dict[str, float]] = {}  # the last batch's tokens per case id
+        self.case_ms: dict[str, float] = {}  # the last batch's request time per case id
 
     @property
     def client(self):
@@ -219,11 +227,16 @@ class TypeSafeBackend:
             questions.update(typesafe_questions(u.key, u.kind, bool(case.question)))
         return state_for(case, units), questions
 
+    def load(self) -> None:
+        """Nothing to load: the client is built on the first request."""
+
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
         out: list[dict[str, UnitAnswers] | Exception] = []
         self.case_usage = {}
+        self.case_ms = {}
         for case, units in items:
             before = self._sent.sent if self._sent is not None else 0
+            started = time.perf_counter()
             try:
                 state, questions = self.request(case, units)
                 response = self.client.system_one(state=state, questions=questions)
@@ -238,6 +251,7 @@ class TypeSafeBackend:
                 if self._sent is not None and self._sent.sent > before:
                     self.case_usage[case.id] = {**self._requests(before), "failures": 1}
                 out.append(e)
+            self.case_ms[case.id] = (time.perf_counter() - started) * 1000.0
         return out
 
     def _requests(self, before: int) -> dict[str, int]:

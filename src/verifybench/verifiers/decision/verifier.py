@@ -19,7 +19,6 @@ All answers of all units go into the verdict's units and the audit log, whatever
 
 from __future__ import annotations
 
-import time
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +29,7 @@ from verifybench.verifiers.decision.audit import AuditLog, audit_folder
 from verifybench.verifiers.decision.questions import UnitAnswers
 from verifybench.verifiers.decision.triage import TriageOptions, UnitDecision, decide
 from verifybench.verifiers.decision.units import DecisionUnit, split_units
+from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.llm import Prices, describe
 
 UNIT_TEXT_CHARS = 400  # verdicts keep the head of each unit; the audit log keeps ids, not texts
@@ -80,43 +80,56 @@ class DecisionVerifier(Verifier):
         return self._build_once("_backend", build)
 
     def verify(self, batch: list[Case]) -> list[Verdict]:
-        started = time.perf_counter()
+        clock = CaseClock(len(batch))
         items, split_errors = [], {}
-        for case in batch:
-            try:
-                items.append((case, split_units(case, self.options.response_as_unit)))
-            except ValueError as e:
-                split_errors[case.id] = f"ValueError: {e}"
-                items.append((case, []))
+        for i, case in enumerate(batch):
+            with clock.case(i):
+                try:
+                    items.append((case, split_units(case, self.options.response_as_unit)))
+                except ValueError as e:
+                    split_errors[case.id] = f"ValueError: {e}"
+                    items.append((case, []))
         todo = [(i, it) for i, it in enumerate(items) if it[0].id not in split_errors and it[1]]
-        answered = self.backend.answer_batch([it for _, it in todo]) if todo else []
+        with clock.loading():  # building the backend and loading its encoder are warm-up, not a request's time
+            backend = self.backend
+            backend.load()
+        answered: list = []
+        if todo and backend.batched:
+            # One encoder pass for the batch, shared out by the text each case brought to it.
+            work = [[u.text for u in units] for _, units in items]
+            with clock.batched(work):
+                answered = backend.answer_batch([it for _, it in todo])
+        elif todo:
+            answered = backend.answer_batch([it for _, it in todo])
+            for (i, (case, _)) in todo:  # one request per case: its own time
+                clock.own[i] += backend.case_ms.get(case.id, 0.0)
         results: dict[int, dict | Exception] = {i: a for (i, _), a in zip(todo, answered)}
-        share_ms = (time.perf_counter() - started) * 1000.0 / max(len(batch), 1)
         verdicts, audit_rows, escalations = [], [], []
         for i, (case, units) in enumerate(items):
-            if case.id in split_errors:
-                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=split_errors[case.id]))
-                continue
-            if not units:
-                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error="the case has no units to judge"))
-                continue
-            got = results[i]
-            if isinstance(got, Exception):
-                error = describe(got)  # scrubbed: a server may echo the key in its error body
-                verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=error,
-                                        detail={"backend": self.backend.name}))
-                audit_rows += [self._audit_row(case, u, None, "error", error) for u in units]
-                continue
-            decisions = decide(units, got, self.options.policy, self.backend.thresholds)
-            audit_rows += [self._audit_row(case, d.unit, d.answers, d.action, d.reason, d.rank) for d in decisions]
-            escalations += [self._escalation(case, d) for d in decisions if d.action == "escalate"]
-            verdicts.append(self._verdict(case, decisions))
+            with clock.case(i):
+                if case.id in split_errors:
+                    verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=split_errors[case.id]))
+                    continue
+                if not units:
+                    verdicts.append(Verdict(case_id=case.id, verifier=self.id, error="the case has no units to judge"))
+                    continue
+                got = results[i]
+                if isinstance(got, Exception):
+                    error = describe(got)  # scrubbed: a server may echo the key in its error body
+                    verdicts.append(Verdict(case_id=case.id, verifier=self.id, error=error,
+                                            detail={"backend": backend.name}))
+                    audit_rows += [self._audit_row(case, u, None, "error", error) for u in units]
+                    continue
+                decisions = decide(units, got, self.options.policy, backend.thresholds)
+                audit_rows += [self._audit_row(case, d.unit, d.answers, d.action, d.reason, d.rank) for d in decisions]
+                escalations += [self._escalation(case, d) for d in decisions if d.action == "escalate"]
+                verdicts.append(self._verdict(case, decisions))
         AuditLog(audit_folder(self.options.audit_dir, self.run_dir), self.id).write(audit_rows, escalations)
+        clock.finish(verdicts)  # each case's own time plus its share of the batched encoder pass
         # Tokens a remote backend reported for each case, and their cost at the suite's prices.
-        spent = getattr(self.backend, "case_usage", {})
+        spent = getattr(backend, "case_usage", {})
         prices = self.options.prices
         for v in verdicts:
-            v.latency_ms, v.latency_kind = share_ms, "batch"  # one backend call per batch
             if v.case_id in spent:
                 v.usage = dict(spent[v.case_id])
                 if prices is not None and "input_tokens" in v.usage:
