@@ -265,6 +265,38 @@ async def drive(url: str, concurrency: int, seconds: float) -> dict:
     return {"n": len(lat), "rps": len(lat) / wall, "p50": q(0.5), "p95": q(0.95), "p99": q(0.99)}
 
 
+def fsync_probe(directory: Path, rounds: int = 12, n: int = 40) -> None:
+    """What one commit of a ~1.5 KB record costs on this disk: append + fsync (what the log does),
+    append + fdatasync, and an overwrite inside a preallocated (zero-written) file + fdatasync (no size
+    change, so no journal commit: what a preallocating log could do), alternating, per call."""
+    line = b'{"x": "' + b"a" * 1500 + b'"}\n'
+    fds = [os.open(directory / name, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if i < 2 else 0))
+           for i, name in enumerate(("append-fsync", "append-fdatasync", "prealloc"))]
+    os.write(fds[2], b"\0" * (len(line) * n * rounds + 4096))
+    os.fsync(fds[2])
+    times: list[list[float]] = [[], [], []]
+    at = 0
+    for r in range(rounds):
+        for k in ((0, 1, 2) if r % 2 else (2, 1, 0)):
+            for _ in range(n):
+                t0 = time.perf_counter()
+                if k == 2:
+                    os.pwrite(fds[2], line, at)
+                    at += len(line)
+                else:
+                    os.write(fds[k], line)
+                (os.fsync if k == 0 else os.fdatasync)(fds[k])
+                times[k].append((time.perf_counter() - t0) * 1000)
+    for fd in fds:
+        os.close(fd)
+    print(f"\none commit of a {len(line)}-byte record, {rounds * n} each, alternating ({directory}; /proc/loadavg "
+          f"{loadavg()})\n\n| commit | p10 ms | p50 ms | p90 ms | mean ms |\n|---|---|---|---|---|")
+    for label, t in zip(("append + fsync (the log)", "append + fdatasync", "preallocated overwrite + fdatasync"), times):
+        t.sort()
+        print(f"| {label} | {t[len(t) // 10]:.3f} | {t[len(t) // 2]:.3f} | {t[9 * len(t) // 10]:.3f} | "
+              f"{statistics.mean(t):.3f} |")
+
+
 FIGURES = """how to reproduce each figure of benchmarks/README.md (on a quiet machine; note cat /proc/loadavg):
   in-process overhead, rouge and anchors (goal <= 5% or 0.1 ms):   bench_guard.py --skip-http --verifiers rouge,anchors
   HTTP req/s and p50/p95/p99 at concurrency 1, 8, 32 against the bare
@@ -274,6 +306,7 @@ FIGURES = """how to reproduce each figure of benchmarks/README.md (on a quiet ma
                                                                     --skip-inprocess --rounds 2
   the same, this checkout against an older one in the same run:     ... --before /tmp/before/src
   where served rouge's time goes (no fsync, no log), same run:       ... --breakdown
+  what one fsync costs on this disk (fsync / fdatasync / preallocated): bench_guard.py --fsync-probe
   memory flat over a 2-minute run:                                  bench_guard.py --soak 120
 """
 
@@ -299,8 +332,14 @@ def main() -> None:
     ap.add_argument("--breakdown", action="store_true",
                     help="also serve rouge with its log not fsynced, and with no log: where the time goes")
     ap.add_argument("--skip-inprocess", action="store_true", help="skip the in-process comparison (1.)")
+    ap.add_argument("--fsync-probe", action="store_true",
+                    help="only time one log commit on this disk: append + fsync, + fdatasync, preallocated")
     ap.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.fsync_probe:
+        with tempfile.TemporaryDirectory() as tmp:  # on the disk a benchmark's decision logs go to
+            fsync_probe(Path(tmp))
+        return
     if args.serve_bare:
         import uvicorn
 

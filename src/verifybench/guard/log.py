@@ -55,6 +55,12 @@ class DecisionLog:
     def _open(self) -> None:
         self._f = open(self.path, "ab")
         self._size = self._f.tell()
+        if self.fsync:  # the new file's name durable too (once per file), before any of its records is released
+            fd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def append(self, record: dict[str, Any]) -> Future:
         """Queue a record; the future is done once it is on disk (or holds the write's error)."""
