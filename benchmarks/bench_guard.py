@@ -2,6 +2,8 @@
 
     python benchmarks/bench_guard.py [--verifiers rouge,anchors,nli] [--seconds S] [--calls N] [--skip-http]
                                      [--single N] [--src DIR] [--before DIR] [--rounds N] [--skip-inprocess]
+                                     [--breakdown]
+    python benchmarks/bench_guard.py --fsync-probe
     python benchmarks/bench_guard.py --soak [SECONDS] [--verifiers rouge] [--concurrency C] [--every S]
 
 1. In process: `guard.check` (no log) against calling the verifier directly (`verifier.verify([case])`)
