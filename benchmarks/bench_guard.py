@@ -1,7 +1,9 @@
 """The guard's cost, as ratios within one run, and its memory over a long one.
 
     python benchmarks/bench_guard.py [--verifiers rouge,anchors,nli] [--seconds S] [--calls N] [--skip-http]
-                                     [--single N]
+                                     [--single N] [--src DIR] [--before DIR] [--rounds N] [--skip-inprocess]
+                                     [--breakdown]
+    python benchmarks/bench_guard.py --fsync-probe
     python benchmarks/bench_guard.py --soak [SECONDS] [--verifiers rouge] [--concurrency C] [--every S]
 
 1. In process: `guard.check` (no log) against calling the verifier directly (`verifier.verify([case])`)
@@ -19,6 +21,12 @@
    flight) for SECONDS; the server's resident memory sampled every `--every` seconds (psutil if
    installed, else /proc/PID/status); prints start / peak / end RSS, the slope after the first fifth of
    the run (MB per minute, least squares) and the requests served. Goal: memory stays flat.
+
+`--src DIR` runs the servers (bare and guard) on another version's code (`git archive <commit> src | tar -x
+-C /tmp/before`, then `--src /tmp/before/src`); `--before DIR` adds, beside each served guard of this
+checkout, the same guard on DIR's code, in the same run, and `--rounds N` repeats the HTTP part N times,
+the before/after order swapped each round, so that a change is measured as a ratio within one run on a
+shared machine. The policy is fitted by this checkout's code either way.
 
 Policies come from a run over a fifth of the demo set (77 cases), fitted here. Servers run one uvicorn
 worker each, started as `verifybench serve`, on 127.0.0.1. Report `cat /proc/loadavg` beside any
@@ -115,8 +123,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(cmd: list[str], port: int, out: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def start(cmd: list[str], port: int, out: Path, src: Path = ROOT / "src") -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(src)}
     proc = subprocess.Popen(cmd, env=env, stdout=open(out, "wb"), stderr=subprocess.STDOUT)
     deadline = time.time() + 180
     while time.time() < deadline:
@@ -259,11 +267,48 @@ async def drive(url: str, concurrency: int, seconds: float) -> dict:
     return {"n": len(lat), "rps": len(lat) / wall, "p50": q(0.5), "p95": q(0.95), "p99": q(0.99)}
 
 
+def fsync_probe(directory: Path, rounds: int = 12, n: int = 40) -> None:
+    """What one commit of a ~1.5 KB record costs on this disk: append + fsync (what the log does),
+    append + fdatasync, and an overwrite inside a preallocated (zero-written) file + fdatasync (no size
+    change, so no journal commit: what a preallocating log could do), alternating, per call."""
+    line = b'{"x": "' + b"a" * 1500 + b'"}\n'
+    fds = [os.open(directory / name, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if i < 2 else 0))
+           for i, name in enumerate(("append-fsync", "append-fdatasync", "prealloc"))]
+    os.write(fds[2], b"\0" * (len(line) * n * rounds + 4096))
+    os.fsync(fds[2])
+    times: list[list[float]] = [[], [], []]
+    at = 0
+    for r in range(rounds):
+        for k in ((0, 1, 2) if r % 2 else (2, 1, 0)):
+            for _ in range(n):
+                t0 = time.perf_counter()
+                if k == 2:
+                    os.pwrite(fds[2], line, at)
+                    at += len(line)
+                else:
+                    os.write(fds[k], line)
+                (os.fsync if k == 0 else os.fdatasync)(fds[k])
+                times[k].append((time.perf_counter() - t0) * 1000)
+    for fd in fds:
+        os.close(fd)
+    print(f"\none commit of a {len(line)}-byte record, {rounds * n} each, alternating ({directory}; /proc/loadavg "
+          f"{loadavg()})\n\n| commit | p10 ms | p50 ms | p90 ms | mean ms |\n|---|---|---|---|---|")
+    for label, t in zip(("append + fsync (the log)", "append + fdatasync", "preallocated overwrite + fdatasync"), times):
+        t.sort()
+        print(f"| {label} | {t[len(t) // 10]:.3f} | {t[len(t) // 2]:.3f} | {t[9 * len(t) // 10]:.3f} | "
+              f"{statistics.mean(t):.3f} |")
+
+
 FIGURES = """how to reproduce each figure of benchmarks/README.md (on a quiet machine; note cat /proc/loadavg):
   in-process overhead, rouge and anchors (goal <= 5% or 0.1 ms):   bench_guard.py --skip-http --verifiers rouge,anchors
   HTTP req/s and p50/p95/p99 at concurrency 1, 8, 32 against the bare
   endpoint (rouge >= 60% of bare), anchors batched vs unbatched (>= 2x),
   and anchors p95 one request at a time (<= 150 ms), per-server memory:  bench_guard.py
+  served rouge against the bare endpoint only (the >= 60% goal), twice:  bench_guard.py --verifiers rouge
+                                                                    --skip-inprocess --rounds 2
+  the same, this checkout against an older one in the same run:     ... --before /tmp/before/src
+  where served rouge's time goes (no fsync, no log), same run:       ... --breakdown
+  what one fsync costs on this disk (fsync / fdatasync / preallocated): bench_guard.py --fsync-probe
   memory flat over a 2-minute run:                                  bench_guard.py --soak 120
 """
 
@@ -281,8 +326,22 @@ def main() -> None:
                     help="the memory soak (4.) instead of 1-3, for SECONDS (default 120)")
     ap.add_argument("--concurrency", type=int, default=8, help="--soak: requests in flight")
     ap.add_argument("--every", type=float, default=5.0, help="--soak: seconds between RSS samples")
+    ap.add_argument("--src", type=Path, default=ROOT / "src",
+                    help="the code the servers run (default: this checkout's src)")
+    ap.add_argument("--before", type=Path, metavar="DIR",
+                    help="also serve each guard on DIR's code (an older src), beside this one, in the same run")
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the HTTP part, before/after order swapped each round")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also serve rouge with its log not fsynced, and with no log: where the time goes")
+    ap.add_argument("--skip-inprocess", action="store_true", help="skip the in-process comparison (1.)")
+    ap.add_argument("--fsync-probe", action="store_true",
+                    help="only time one log commit on this disk: append + fsync, + fdatasync, preallocated")
     ap.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.fsync_probe:
+        with tempfile.TemporaryDirectory() as tmp:  # on the disk a benchmark's decision logs go to
+            fsync_probe(Path(tmp))
+        return
     if args.serve_bare:
         import uvicorn
 
@@ -297,46 +356,73 @@ def main() -> None:
         if args.soak:
             soak(base, policy, vids, args.soak, args.concurrency, args.every)
             return
-        print("\n| verifier | direct verify ms | guard.check ms | extra ms | ratio |\n|---|---|---|---|---|")
-        for vid in vids:
+        if not args.skip_inprocess:
+            print("\n| verifier | direct verify ms | guard.check ms | extra ms | ratio |\n|---|---|---|---|---|")
+        for vid in vids if not args.skip_inprocess else []:
             r = in_process(policy, vid, args.calls if vid == "rouge" else max(77, args.calls // 4))
             print(f"| {vid} | {r['direct_ms']:.3f} | {r['guard_ms']:.3f} | {r['extra_ms']:+.3f} | {r['ratio']:.3f} |",
                   flush=True)
         if args.skip_http:
             return
-        servers: list[tuple[str, list[str], list[int]]] = [
-            ("bare FastAPI", [sys.executable, __file__, "--serve-bare", "{port}"], [1, 8, 32])]
+        src = args.src.resolve()
+        guards: list[tuple[str, list[str], list[int], Path]] = []
         for vid in vids:
             spec = base / f"{vid}.yaml"
             spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": [vid]}))
-            servers.append((f"{vid} guard", [sys.executable, "-m", "verifybench.cli", "serve", str(spec)], [1, 8, 32]))
+            serve = [sys.executable, "-m", "verifybench.cli", "serve", str(spec)]
+            guards.append((f"{vid} guard", serve, [1, 8, 32], src))
+            if args.before:
+                guards.append((f"{vid} guard (before: {args.before})", serve, [1, 8, 32], args.before.resolve()))
+        if args.breakdown:  # where served rouge's time goes: the same guard without the fsync, without the log
+            for label, name, log in (("log not fsynced", "nofsync", {"fsync": False}), ("no log", "nolog", {"dir": None})):
+                spec = base / f"rouge-{name}.yaml"
+                spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["rouge"], "log": log}))
+                guards.append((f"rouge guard, {label}", [sys.executable, "-m", "verifybench.cli", "serve", str(spec)],
+                               [1, 8, 32], src))
         if "anchors" in vids:
             spec = base / "anchors-unbatched.yaml"
             spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["anchors"], "max_batch": 1}))
-            servers.append(("anchors guard, unbatched", [sys.executable, "-m", "verifybench.cli", "serve", str(spec)],
-                            [32]))
+            guards.append(("anchors guard, unbatched", [sys.executable, "-m", "verifybench.cli", "serve", str(spec)],
+                           [32], src))
+        bare = ("bare FastAPI", [sys.executable, __file__, "--serve-bare", "{port}"], [1, 8, 32], src)
+        print(f"\nservers run {src}; /proc/loadavg before: {loadavg()}")
         print("\n| server | concurrency | requests | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|")
         mem = []
         singles = None
-        for label, cmd, levels in servers:
-            port = free_port()
-            cmd = [c.replace("{port}", str(port)) for c in cmd]
-            if "serve" in cmd:
-                cmd += ["--port", str(port), "--log-dir", str(base / f"log-{port}")]
-            proc = start(cmd, port, base / f"server-{port}.out")
-            try:
-                before = memory(proc.pid)
-                for c in levels:
-                    r = asyncio.run(drive(f"http://127.0.0.1:{port}", c, args.seconds))
-                    print(f"| {label} | {c} | {r['n']} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p95']:.1f} | "
-                          f"{r['p99']:.1f} |", flush=True)
-                if label == "anchors guard" and args.single:
-                    singles = {**single(f"http://127.0.0.1:{port}", args.single), "load": loadavg()}
-                after = memory(proc.pid)
-                mem.append((label, before["VmRSS"], after["VmRSS"], after["VmHWM"]))
-            finally:
-                proc.terminate()
-                proc.wait(20)
+        rps: dict[tuple[int, str, int], float] = {}
+        for round_ in range(args.rounds):
+            # each round: bare, then the guards; with --before, which of a pair goes first alternates
+            pairs = ([guards[i:i + 2] for i in range(0, 2 * len(vids), 2)] + [[g] for g in guards[2 * len(vids):]]
+                     if args.before else [[g] for g in guards])
+            order = [bare] + [g for pair in pairs for g in (pair if round_ % 2 == 0 else pair[::-1])]
+            for label, cmd, levels, code in order:
+                port = free_port()
+                cmd = [c.replace("{port}", str(port)) for c in cmd]
+                if "serve" in cmd:
+                    cmd += ["--port", str(port)] + ([] if "no log" in label else ["--log-dir", str(base / f"log-{port}")])
+                proc = start(cmd, port, base / f"server-{port}.out", code)
+                try:
+                    before = memory(proc.pid)
+                    for c in levels:
+                        r = asyncio.run(drive(f"http://127.0.0.1:{port}", c, args.seconds))
+                        rps[(round_, label, c)] = r["rps"]
+                        print(f"| {label} | {c} | {r['n']} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p95']:.1f} | "
+                              f"{r['p99']:.1f} |", flush=True)
+                    if label == "anchors guard" and args.single and singles is None:
+                        singles = {**single(f"http://127.0.0.1:{port}", args.single), "load": loadavg()}
+                    after = memory(proc.pid)
+                    mem.append((label, before["VmRSS"], after["VmRSS"], after["VmHWM"]))
+                finally:
+                    proc.terminate()
+                    proc.wait(20)
+        print(f"\n/proc/loadavg after: {loadavg()}")
+        print("\nreq/s as a share of the bare endpoint's in the same round (goal for rouge: >= 60% at each "
+              "concurrency)\n\n| round | server | c=1 | c=8 | c=32 |\n|---|---|---|---|---|")
+        for round_, label, c in rps:
+            if c == 1 and label != bare[0]:
+                cells = [f"{100 * rps[(round_, label, k)] / rps[(round_, bare[0], k)]:.0f}%"
+                         if (round_, label, k) in rps else "" for k in (1, 8, 32)]
+                print(f"| {round_ + 1} | {label} | {' | '.join(cells)} |")
         if singles is not None:
             print(f"\nanchors, one request at a time over HTTP (concurrency 1, {singles['n']} requests after 10 "
                   f"unmeasured): p50 {singles['p50']:.1f} ms, p95 {singles['p95']:.1f} ms (goal: p95 <= 150 ms on an "

@@ -296,3 +296,42 @@ def test_several_workers_each_write_their_own_log_file(fitted, server, tmp_path)
     assert writers <= pids and len(pids) >= 1
     for f in s.log_dir.glob("decisions-*.jsonl"):
         assert all(json.loads(line)["decision"]["guard_hash"] for line in f.read_text().splitlines())
+
+
+def test_a_response_leaves_only_after_its_record_is_synced_to_disk(fitted, tmp_path):
+    """A real uvicorn on 127.0.0.1 (in this process, so the log's sync call can be slowed down): each
+    response arrives after the fsync of its own record returned, with the record in the file. A service
+    that answered before the commit would answer these in well under the 0.2 s each sync takes."""
+    import uvicorn
+
+    synced: list[tuple[float, bytes]] = []  # (when each sync returned, the file's content then)
+    with Guard(fitted["policy"], log_dir=tmp_path / "log", checks=["rouge"]) as g:
+        assert g.log is not None and g.log.fsync
+        log_path, real_sync = g.log.path, g.log.sync
+
+        def slow_sync(fd: int) -> None:
+            time.sleep(0.2)
+            real_sync(fd)
+            synced.append((time.perf_counter(), log_path.read_bytes()))
+
+        g.log.sync = slow_sync
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(create_app(g), host="127.0.0.1", port=port, log_level="warning",
+                                               access_log=False))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        try:
+            deadline = time.time() + 30
+            while not server.started and time.time() < deadline:
+                time.sleep(0.05)
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                for i, c in enumerate(demo_cases()[:4]):
+                    r = client.post("/v1/check", json={**_item(c), "request_id": f"durable-{i}"})
+                    arrived = time.perf_counter()
+                    assert r.status_code == 200 and r.json()["request_id"] == f"durable-{i}"
+                    done = [content for t, content in synced if t <= arrived]
+                    assert len(done) == i + 1  # this request's own commit had returned
+                    assert f'"request_id":"durable-{i}"'.encode() in done[-1]
+        finally:
+            server.should_exit = True
+            thread.join(10)

@@ -116,9 +116,21 @@ class _Check:
         self.rows = rows
         self.batcher = batcher
         self.config = verifier.config
+        # Per slice the policy knows (a bounded set: a request's own doc type is never a key here).
+        self._known: dict[str, tuple[float | None, ThresholdSource | None, str, str | None, str | None]] = {}
 
-    def threshold(self, key: str) -> tuple[float | None, ThresholdSource | None, str, str | None]:
-        """(threshold, where it came from, the slice used, a note) for a case of slice `key`."""
+    def threshold(self, key: str) -> tuple[float | None, ThresholdSource | None, str, str | None, str | None]:
+        """(threshold, where it came from, the slice used, a note, the threshold on the detector's own
+        scale) for a case of slice `key`."""
+        got = self._known.get(key)
+        if got is None:
+            t, source, used, note = self._threshold(key)
+            got = (t, source, used, note, None if t is None else native_threshold(self.config, t))
+            if key in self.rows:
+                self._known[key] = got
+        return got
+
+    def _threshold(self, key: str) -> tuple[float | None, ThresholdSource | None, str, str | None]:
         row = self.rows.get(key)
         note = None
         used = key
@@ -143,14 +155,15 @@ def _sources(sources: Any) -> list[Source]:
     if isinstance(sources, (str, dict, Source)):
         sources = [sources]
     out = []
+    # The types are checked here, so the models are built without validating again (per request).
     for i, s in enumerate(sources):
         if isinstance(s, Source):
             out.append(s)
         elif isinstance(s, str):
-            out.append(Source(id=f"s{i + 1}", text=s))
+            out.append(Source.model_construct(id=f"s{i + 1}", text=s, metadata={}))
         elif isinstance(s, dict) and isinstance(s.get("text"), str):
-            out.append(Source(id=str(s.get("id") or f"s{i + 1}"), text=s["text"],
-                              metadata={k: v for k, v in s.items() if k not in ("id", "text")}))
+            out.append(Source.model_construct(id=str(s.get("id") or f"s{i + 1}"), text=s["text"],
+                                              metadata={k: v for k, v in s.items() if k not in ("id", "text")}))
         else:
             raise GuardError(f"sources[{i}]: expected a string or an object with a `text` string")
     return out
@@ -372,9 +385,9 @@ class Guard:
 
     def _result(self, c: _Check, key: str, got: tuple) -> CheckResult:
         verdict, timed_out, elapsed = got
-        t, source, used, note = c.threshold(key)
+        t, source, used, note, native = c.threshold(key)
         r = CheckResult(verifier=c.id, threshold=t, threshold_source=source, slice=used, note=note,
-                        native=self._native(c, t), latency_ms=elapsed)
+                        native=native, latency_ms=elapsed)
         if timed_out:
             r.timed_out = True
             r.error = "timed out: the request's time budget ran out before this check finished"
@@ -558,11 +571,23 @@ class Guard:
                      meta: dict[str, Any] | None = None, request_id: str | None = None) -> Decision:
         """`check` for asyncio code: model verifiers batch concurrent calls; the log's group commit
         makes one fsync for the decisions that arrive together."""
+        d, durable = await self.adecide(response, sources, question, doc_type, meta, request_id)
+        if durable is not None:
+            await durable
+        return d
+
+    async def adecide(self, response: str, sources: Any, question: str | None = None, doc_type: str | None = None,
+                      meta: dict[str, Any] | None = None, request_id: str | None = None
+                      ) -> tuple[Decision, asyncio.Future | None]:
+        """`acheck` in two steps, for a caller with work to do while the record is being written (the
+        service serialises its response meanwhile): the decision, and an awaitable that completes once
+        its record is on disk (None without a log). The caller must await it before it lets the
+        decision out."""
         case = self.case(response, sources, question, doc_type, meta)
         d = await self._evaluate_async(case, request_id)
-        if self.log is not None:
-            await asyncio.wrap_future(self.log.append(self.record(case, d)))
-        return d
+        if self.log is None:
+            return d, None
+        return d, asyncio.wrap_future(self.log.append(self.record(case, d)))
 
     def check_many(self, items: Iterable[dict[str, Any]]) -> list[Decision]:
         """Decide a batch of answers (each a mapping of `check`'s arguments); every verifier scores the

@@ -228,13 +228,16 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
                             headers=getattr(exc, "headers", None))
 
     @app.post("/v1/check", response_model=Decision)
-    async def check(body: CheckRequest, request: Request) -> Decision:
+    async def check(body: CheckRequest, request: Request) -> Response:
         authorise(request)
         g = ready_guard()
-        d = await g.acheck(**body.arguments())
+        d, durable = await g.adecide(**body.arguments())
+        content = d.model_dump_json()  # while the log writer syncs the record: off the critical path
+        if durable is not None:
+            await durable  # the decision is on disk before its response leaves (and before it is counted)
         metrics.observe(d, doc_type_label(g, body.doc_type))
         metrics.requests.labels("/v1/check", "200").inc()
-        return d
+        return Response(content, media_type="application/json")
 
     @app.post("/v1/check/batch", response_model=BatchResponse)
     async def check_batch(body: BatchRequest, request: Request) -> BatchResponse:
@@ -295,11 +298,13 @@ def app_from_env() -> Any:
 
 def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: str | Path | None = None,
           workers: int = 1, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, ray: bool = False,
-          replicas: int = 1, ray_address: str | None = None) -> None:
+          replicas: int = 1, ray_address: str | None = None, access_log: bool = False) -> None:
     """Run the service on uvicorn until interrupted. With one worker the guard is built (models loaded,
     config hashes checked) before the port opens, so a bad guard stops the command with its reason; with
     several, each worker builds its own (and /readyz says when it is ready, or why not). With `ray`, the
-    same app as a Ray Serve deployment of `replicas` replicas (`verifybench.guard.ray_serve`)."""
+    same app as a Ray Serve deployment of `replicas` replicas (`verifybench.guard.ray_serve`).
+    `access_log`: uvicorn's line per request (off by default: the decision log is the record, and the
+    access log costs every request a formatted line on stderr)."""
     from verifybench.guard.spec import GuardError, read_policy, read_spec
 
     if ray:
@@ -318,7 +323,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
         guard = Guard(path, log_dir=log_dir)
         try:
             uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env), host=host, port=port,
-                        access_log=False, log_level="warning")
+                        access_log=access_log, log_level="warning")
         finally:
             guard.close()
         return
@@ -330,4 +335,4 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     os.environ[ENV_MAX_BODY] = str(max_body)
     os.environ[ENV_TOKEN_ENV] = token_env
     uvicorn.run("verifybench.guard.service:app_from_env", factory=True, host=host, port=port, workers=workers,
-                access_log=False, log_level="warning")
+                access_log=access_log, log_level="warning")
