@@ -36,6 +36,7 @@ from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+from verifybench.verifiers.anchors.roles import role_swaps, word_stems
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
     Chunk,
@@ -239,6 +240,7 @@ class AnchorsVerifier(Verifier):
             return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=list(skipped) or [],
                            detail={"claims": 0, "skipped": len(skipped)})
         sources_text = "\n".join(s.text for s in case.sources)
+        source_words = word_stems(sources_text) if lang == "en" and o.facts else set()
         C = np.stack([claim_vec[self._embedded(case, c)] for c in case_claims])
         K = np.stack([chunk_vec[c.text] for c in case_chunks])
         sims = C @ K.T
@@ -266,6 +268,7 @@ class AnchorsVerifier(Verifier):
                 flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
             elif o.facts:
                 flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
+                flags += self._swaps(claim.text, top, source_words)
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
             units.append(Unit(text=case.response[claim.start:claim.end], score=claim_score(cosine, len(flags)),
                               status=status, evidence=chunk.text, start=claim.start, end=claim.end,
@@ -278,6 +281,15 @@ class AnchorsVerifier(Verifier):
                                "language_source": "detected" if o.language == "auto" else "set",
                                "model": self.model_for(lang),
                                "batch_embeddings_cached": round(self._cached_share, 3)})
+
+    @staticmethod
+    def _swaps(claim: str, top: list[str], source_words: set[str]) -> list[str]:
+        """Swapped roles, plans or tiers (`roles`), against the chunk of the three best that shares most
+        content words with the claim (the best cosine first among equals)."""
+        mine = factcheck.content_words(claim)
+        scored = [(len(mine & (theirs := factcheck.content_words(t))), -i, t, theirs) for i, t in enumerate(top)]
+        _, _, evidence, theirs = max(scored)
+        return [f"swapped: {s}" for s in role_swaps(claim, evidence, source_words, mine, theirs)]
 
     def _embedded(self, case: Case, claim) -> str:
         if self.options.with_question and case.question:
