@@ -5,9 +5,11 @@
 3. Embed claims and chunks (batched over the whole batch of cases, cached by model and text hash).
 4. Each claim's support is its best cosine against the case's chunks.
 5. Logic filter (`logic`): a claim whose negation disagrees with the clause it matched (the clause of
-   its three best chunks sharing most words with it) is flagged.
+   its three best chunks sharing most words with it) is flagged, and so is a denial whose nearest chunk
+   negates nothing (`facts.polarity_mismatch`).
 6. Fact checks (`facts`): numbers, dates, amounts and named entities of a claim must appear in the
-   sources, normalised; a mismatch flags the claim.
+   sources, normalised; a mismatch flags the claim. For English, a role, plan or tier put where the
+   matched evidence names another one the sources also use is flagged as swapped (`roles`).
 Before 3, a check-worthiness step (`checkworthy`, on by default; `anchors.checkworthy`) sets aside the
 units that state nothing a source could back (greetings, thanks, offers of help, "let me check", a
 question back to the customer) and strips such openers from the claims it keeps; skipped units stay in
