@@ -72,13 +72,21 @@ def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en
     """True when a clause of the claim and the clause of the evidence it matches disagree on negation.
 
     Clause by clause, because one claim may hold two ("API access is not included, though CSV export
-    is"), and each has its own polarity."""
+    is"), and each has its own polarity. `evidence` given as several chunks is in order of similarity,
+    the claim's nearest chunk by the embedding first."""
+    texts = [evidence] if isinstance(evidence, str) else evidence
     parts = [p for p in _CLAUSE.split(claim) if len(content_words(p, language)) >= 2] or [claim]
     for p in parts:
-        clause = best_clause(p, evidence, language)
-        # English: an evidence clause that shares fewer than two content words with the claim's clause
-        # (one, if the clause has one) is not about the same thing, and its polarity says nothing.
-        if language == "en" and not same_topic(content_words(p, language), content_words(clause, language)):
+        clause = best_clause(p, texts, language)
+        mine = content_words(p, language)
+        if language == "en" and not same_topic(mine, content_words(clause, language)):
+            # English: an evidence clause that shares fewer than two content words with the claim's clause
+            # (one, if the clause has one) is not about the same thing, and its polarity says nothing; but
+            # a denial needs a denial to back it: a negated clause whose nearest chunk by the embedding
+            # negates nothing at all, and shares a content word with it, is flagged.
+            if (negation_count(p, language) % 2 and texts and negation_count(texts[0], language) == 0
+                    and same_topic(mine, content_words(texts[0], language), need=1)):
+                return True
             continue
         if negation_count(p, language) % 2 != negation_count(clause, language) % 2:
             return True

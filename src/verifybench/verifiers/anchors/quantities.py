@@ -61,11 +61,11 @@ def _stem(word: str) -> str:
     return w[:-1] if len(w) > 3 and w[-1] == w[-2] else w
 
 
-def same_topic(a: set[str], b: set[str]) -> bool:
-    """Two clauses share at least two content words (stemmed), or one when the first has only one. A
-    clause with no content word but numbers and units ("after 30 days") has no polarity of its own."""
+def same_topic(a: set[str], b: set[str], need: int = 2) -> bool:
+    """Two clauses share at least `need` content words (stemmed), or as many as the first has when it has
+    fewer. A clause with no content word but numbers and units ("after 30 days") has no polarity of its own."""
     a = {w for w in a if w.isalpha() and w.rstrip("s") not in UNITS}
-    need = min(2, len(a))
+    need = min(need, len(a))
     return need > 0 and len({_stem(w) for w in a} & {_stem(w) for w in b}) >= need
 
 

@@ -5,9 +5,11 @@
 3. Embed claims and chunks (batched over the whole batch of cases, cached by model and text hash).
 4. Each claim's support is its best cosine against the case's chunks.
 5. Logic filter (`logic`): a claim whose negation disagrees with the clause it matched (the clause of
-   its three best chunks sharing most words with it) is flagged.
+   its three best chunks sharing most words with it) is flagged, and so is a denial whose nearest chunk
+   negates nothing (`facts.polarity_mismatch`).
 6. Fact checks (`facts`): numbers, dates, amounts and named entities of a claim must appear in the
-   sources, normalised; a mismatch flags the claim.
+   sources, normalised; a mismatch flags the claim. For English, a role, plan or tier put where the
+   matched evidence names another one the sources also use is flagged as swapped (`roles`).
 Before 3, a check-worthiness step (`checkworthy`, on by default; `anchors.checkworthy`) sets aside the
 units that state nothing a source could back (greetings, thanks, offers of help, "let me check", a
 question back to the customer) and strips such openers from the claims it keeps; skipped units stay in
@@ -36,6 +38,7 @@ from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+from verifybench.verifiers.anchors.roles import role_swaps, word_stems
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
     Chunk,
@@ -239,6 +242,7 @@ class AnchorsVerifier(Verifier):
             return Verdict(case_id=case.id, verifier=self.id, score=0.0, units=list(skipped) or [],
                            detail={"claims": 0, "skipped": len(skipped)})
         sources_text = "\n".join(s.text for s in case.sources)
+        source_words = word_stems(sources_text) if lang == "en" and o.facts else set()
         C = np.stack([claim_vec[self._embedded(case, c)] for c in case_claims])
         K = np.stack([chunk_vec[c.text] for c in case_chunks])
         sims = C @ K.T
@@ -266,6 +270,7 @@ class AnchorsVerifier(Verifier):
                 flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
             elif o.facts:
                 flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
+                flags += self._swaps(claim.text, top, source_words)
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
             units.append(Unit(text=case.response[claim.start:claim.end], score=claim_score(cosine, len(flags)),
                               status=status, evidence=chunk.text, start=claim.start, end=claim.end,
@@ -278,6 +283,15 @@ class AnchorsVerifier(Verifier):
                                "language_source": "detected" if o.language == "auto" else "set",
                                "model": self.model_for(lang),
                                "batch_embeddings_cached": round(self._cached_share, 3)})
+
+    @staticmethod
+    def _swaps(claim: str, top: list[str], source_words: set[str]) -> list[str]:
+        """Swapped roles, plans or tiers (`roles`), against the chunk of the three best that shares most
+        content words with the claim (the best cosine first among equals)."""
+        mine = factcheck.content_words(claim)
+        scored = [(len(mine & (theirs := factcheck.content_words(t))), -i, t, theirs) for i, t in enumerate(top)]
+        _, _, evidence, theirs = max(scored)
+        return [f"swapped: {s}" for s in role_swaps(claim, evidence, source_words, mine, theirs)]
 
     def _embedded(self, case: Case, claim) -> str:
         if self.options.with_question and case.question:
