@@ -118,5 +118,5 @@ def test_a_run_over_any_records_finishes(tmp_path_factory, recs):
                       on_error="skip", progress=False)
     except DataError as e:  # every record bad: said so, with where they are listed
         raise AssertionError(f"two good records were given: {e}") from None
-    assert run.n_cases + run.load_errors == len(numbered)
+    assert run.n_cases + run.n_skipped_records == len(numbered)
     assert (folder / "run/report.html").exists()
