@@ -128,6 +128,14 @@ CONFIGS: dict[str, TrainConfig] = {
                               halueval_qa_rows=700, seed=3),
                       budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
                       sampler="sequential", base="v1", spec=WindowSpec(budget=96, top_k=2)),
+    # v4 (stage 4, CONSISTENCY_DEV.md): v3's mix, smaller, plus half of the pairs from policy.py's rule
+    # grammar: faithful claims that paraphrase, unfaithful ones that copy the source with one fact changed
+    # (times, durations, groups / tiers, counts, weekdays, negation), against v3's "worded like the source".
+    "v4": TrainConfig(DataMix(synthetic_windows=600, synthetic_attribution_windows=100, halueval_summary_rows=30,
+                              halueval_dialogue_rows=400, attributionbench_dev=200, qa_synthetic_windows=1200,
+                              halueval_qa_rows=400, policy_facts=3000, seed=4),
+                      budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
+                      sampler="sequential", base="v1", spec=WindowSpec(budget=96, top_k=2)),
 }
 
 
