@@ -170,6 +170,11 @@ STATES = {("limit", False): ("group", "n", "neg"), ("limit", True): ("group", "n
           ("notice", False): ("group", "dur", "hour", "neg"), ("notice", True): ("group", "neg")}
 
 
+def subject(kind: str, f: Fact) -> tuple:
+    """What a rule of `kind` is about: two rules of one kind on one subject could contradict each other."""
+    return {"limit": (f.group, f.item), "window": (f.group,), "hours": (f.day,), "notice": (f.group,)}[kind]
+
+
 def random_fact(dom: dict, rng: random.Random) -> Fact:
     unit = rng.choice(["minute", "hour", "day", "day", "week", "month"])
     n = {"minute": rng.choice([15, 30, 45, 60, 90, 120]), "hour": rng.choice([2, 12, 24, 48, 72]),
@@ -220,8 +225,11 @@ def policy_pairs(n_facts: int, seed: int, copy_negative: float = 0.65, paraphras
         kind = rng.choice(KINDS)
         fact = random_fact(dom, rng)
         src = sentence(kind, dom, fact, False, rng)
-        chunk = [src] + [sentence(rng.choice(KINDS), dom, random_fact(dom, rng), False, rng)
-                         for _ in range(rng.randint(2, 4))]
+        chunk = [src]
+        for _ in range(rng.randint(2, 4)):
+            k, other = rng.choice(KINDS), random_fact(dom, rng)
+            if k != kind or subject(k, other) != subject(kind, fact):  # no second rule on the same subject
+                chunk.append(sentence(k, dom, other, False, rng))
         rng.shuffle(chunk)
         premise = " ".join(chunk)
         key, group = f"policy:{seed}:{i}", f"policy:{seed}:{i}"
@@ -242,7 +250,7 @@ def policy_pairs(n_facts: int, seed: int, copy_negative: float = 0.65, paraphras
             neg, neg_form = sentence(kind, dom, wrong, True, rng), "paraphrase"
         if neg_form == "copy" and rng.random() < 0.3:
             neg = frame(neg, rng)
-        if neg == pos or neg == src:
+        if neg == pos or neg in chunk:
             continue
         out.append(Pair(premise, pos, 1, f"policy/{pos_kind}", key, group))
         out.append(Pair(premise, neg, 0, f"policy/{neg_form}-{slot}", key, group))
