@@ -71,7 +71,8 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-# Named designs: the probes (small, recorded in CONSISTENCY_DEV.md) and "v1", the shipped design.
+# Named designs: the probes (small, recorded in CONSISTENCY_DEV.md), "v1" (shipped until stage 4, the base of v3 / v4)
+# and "v4", the shipped design.
 CONFIGS: dict[str, TrainConfig] = {
     "probe-synthetic": TrainConfig(DataMix(synthetic_windows=700), budget=100, max_length=160,
                                    learning_rate=8e-5, spec=WindowSpec(budget=100, top_k=2)),
@@ -489,7 +490,7 @@ def find_data(arg: str | None) -> Path:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--config", default="v1", choices=sorted(CONFIGS))
+    ap.add_argument("--config", default="v4", choices=sorted(CONFIGS), help="the design (default: v4, the shipped one)")
     ap.add_argument("--out", default=None, help="where to write the model (default: the packaged model folder)")
     ap.add_argument("--probe", default=None, help="a probe name: train, record dev figures, write no model")
     ap.add_argument("--summedits-cap", type=int, default=300, help="score only this many SummEdits cases per dev domain")
@@ -497,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (one was faster than two on the shared machine)")
     ap.add_argument("--max-train-minutes", type=float, default=None, help="stop training after this wall time")
     ap.add_argument("--base", default=None, metavar="DIR",
-                    help="(a config with a base, v3) continue from this written base model instead of training it first")
+                    help="(a config with a base: v3, v4) continue from this written base model instead of training it first")
     ap.add_argument("--answer-dev", default=None, metavar="DIR",
                     help="print the answer-style development figures (stage 3) of a written model; writes nothing")
     ap.add_argument("--evaluate-only", default=None, metavar="DIR",
@@ -533,7 +534,7 @@ def main(argv: list[str] | None = None) -> None:
     init, base_minutes = args.base, None
     with tempfile.TemporaryDirectory() as work:
         if cfg.base and not init:
-            # From scratch: the base design first (its own data and schedule), written where v3 starts.
+            # From scratch: the base design first (its own data and schedule), written where v3 / v4 start.
             base_cfg = CONFIGS[cfg.base]
             print(f"training the base design {cfg.base} first", flush=True)
             base_model, _, base_info, base_kinds, base_minutes = build_and_train(base_cfg, data, tok, Path(work), None)

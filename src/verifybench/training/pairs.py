@@ -296,7 +296,8 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
             docs = [(doc_key(k), JOINED.sub(r"\1. \2", k)) for k, _, _ in synth_qa]
             pairs += synthetic_pairs(docs, mix.qa_synthetic_windows, windower, mix, rng, answer=True)
     if mix.policy_facts:
-        from verifybench.training.policy import policy_pairs  # policy builds on Pair (imported here, not at the top)
+        # policy builds on Pair, so it is imported here, not at the top
+        from verifybench.training.policy import policy_pairs
 
         pairs += policy_pairs(mix.policy_facts, mix.seed)
     rng.shuffle(pairs)

@@ -156,7 +156,8 @@ def sentence(kind: str, dom: dict, f: Fact, other: bool, rng: random.Random) -> 
         return (f"{G} do not need to give notice before cancelling {thing}." if f.neg
                 else f"{G} must cancel {thing} at least {d} in advance, before {t}.")
     return rng.choice([f"Good news: there's no notice period for {g} who cancel {thing}.",
-                       f"If you're among the {g}, you don't have to tell anyone ahead of cancelling {thing}."]) if f.neg else rng.choice(
+                       f"If you're among the {g}, you don't have to tell anyone ahead of cancelling {thing}."]
+                      ) if f.neg else rng.choice(
                       [f"You'll need to cancel {thing} {d} ahead, by {t}, if you're one of the {g}.",
                        f"Cancelling {thing} takes {d} of notice for {g}, and the cut-off is {t}.",
                        f"To cancel {thing}, {g} have to let us know {d} before, no later than {t}."])
