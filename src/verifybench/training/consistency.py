@@ -691,8 +691,8 @@ def render_held_out(held: dict | None) -> str:
     if not held:
         return ("The evaluation data (HaluEval `holdout: test`, the six other SummEdits domains, AttributionBench test\n"
                 "and test_ood) was not looked at in building this model.")
-    parts = [("Looked at once, after the design was frozen: verifybench suites `evals/consistency-*.yaml`, the model\n"
-              "as the `nli` verifier applies it by default, beside other verifiers on the same cases. Balanced\n"
+    parts = [("Looked at once, after the design was frozen: verifybench suites (`evals/*.yaml` or copies of them), the model\n"
+              "as the `nli` verifier applies it by default (beside the suite's other verifiers, if any). Balanced\n"
               "accuracy on each slice's test split at the threshold fitted on its calibration split (\"fallback\": the\n"
              "slice's calibration split was too small, the whole suite's threshold was used). An error verdict (a\n"
              "case without source text) counts in `errors`, not in the AUROC. Milliseconds: the run's median on a\n"
