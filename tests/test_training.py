@@ -181,6 +181,48 @@ def test_answer_style_negatives_change_one_fact(window):
     assert {"number", "date", "time", "negation", "insertion"} <= seen <= set(perturb.ANSWER_NEGATIVE_KINDS)
 
 
+def test_policy_pairs_paraphrase_the_faithful_claim_and_copy_the_unfaithful_one():
+    from verifybench.training import policy
+
+    pairs = policy.policy_pairs(300, seed=5)
+    assert pairs == policy.policy_pairs(300, seed=5)  # seeded
+    by_group: dict[str, list] = {}
+    for p in pairs:
+        by_group.setdefault(p.group, []).append(p)
+    assert all(sorted(q.label for q in g) == [0, 1] and len({q.premise for q in g}) == 1 for g in by_group.values())
+    for p in pairs:
+        chunk = {s.strip() for s in p.premise.replace(". ", ".\n").splitlines()}
+        assert p.claim not in chunk or p.kind == "policy/near-copy", p  # only a near-copy is the source itself
+        if p.kind.startswith("policy/copy-") and p.kind != "policy/copy-negation" \
+                and not p.claim.startswith(tuple(policy.FRAMES)):
+            # one fact changed in the source's own words: most of its words are some chunk sentence's
+            # (a flipped negation is the negated rule's own source form, another sentence)
+            best = max(len(set(p.claim.split()) & set(s.split())) / len(set(p.claim.split())) for s in chunk)
+            assert best >= 0.5, p
+    kinds = {p.kind for p in pairs}
+    assert {"policy/paraphrase", "policy/near-copy", "policy/copy-hour", "policy/copy-dur", "policy/copy-group",
+            "policy/copy-negation", "policy/copy-addition"} <= kinds
+    # The grammar's vocabulary is its own: none of a software help center's words (CONSISTENCY_DEV.md stage 4).
+    text = " ".join(p.premise + " " + p.claim for p in pairs).lower()
+    assert not {"refund", "subscription", "billing", "account", "plan", "invoice"} & set(text.replace(".", " ").split())
+
+
+def test_policy_rephrasings_keep_the_fact_and_changes_change_one_slot():
+    from verifybench.training import policy
+
+    rng = random.Random(0)
+    said = {policy.duration((14, "day"), True, rng) for _ in range(40)}
+    assert "two weeks" in said and "fourteen days" in said and said <= {"two weeks", "2 weeks", "fourteen days", "14 days"}
+    assert policy.duration((1, "week"), False, rng) == "1 week"
+    times = {policy.clock((6, 0, "pm"), True, rng) for _ in range(40)}
+    assert {"18:00", "6 in the evening", "6pm"} <= times
+    fact = policy.Fact("seniors", 4, "lanes", (48, "hour"), (6, 30, "pm"), "Monday", False)
+    for seed in range(20):
+        slot, wrong = policy.changed(fact, "hours", policy.DOMAINS["pool"], random.Random(seed))
+        diff = {k for k in fact.__dict__ if getattr(fact, k) != getattr(wrong, k)}
+        assert len(diff) == 1 and slot in ("hour", "day", "negation")
+
+
 # ---------- training data never comes from an evaluation split ----------
 
 @pytest.mark.slow  # reads HaluEval summarization and dialogue whole

@@ -71,7 +71,8 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-# Named designs: the probes (small, recorded in CONSISTENCY_DEV.md) and "v1", the shipped design.
+# Named designs: the probes (small, recorded in CONSISTENCY_DEV.md), "v1" (shipped until stage 4, the base of v3 / v4)
+# and "v4", the shipped design.
 CONFIGS: dict[str, TrainConfig] = {
     "probe-synthetic": TrainConfig(DataMix(synthetic_windows=700), budget=100, max_length=160,
                                    learning_rate=8e-5, spec=WindowSpec(budget=100, top_k=2)),
@@ -126,6 +127,14 @@ CONFIGS: dict[str, TrainConfig] = {
     "v3": TrainConfig(DataMix(synthetic_windows=900, synthetic_attribution_windows=100, halueval_summary_rows=40,
                               halueval_dialogue_rows=500, attributionbench_dev=200, qa_synthetic_windows=2200,
                               halueval_qa_rows=700, seed=3),
+                      budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
+                      sampler="sequential", base="v1", spec=WindowSpec(budget=96, top_k=2)),
+    # v4 (stage 4, CONSISTENCY_DEV.md): v3's mix, smaller, plus half of the pairs from policy.py's rule
+    # grammar: faithful claims that paraphrase, unfaithful ones that copy the source with one fact changed
+    # (times, durations, groups / tiers, counts, weekdays, negation), against v3's "worded like the source".
+    "v4": TrainConfig(DataMix(synthetic_windows=600, synthetic_attribution_windows=100, halueval_summary_rows=30,
+                              halueval_dialogue_rows=400, attributionbench_dev=200, qa_synthetic_windows=1200,
+                              halueval_qa_rows=400, policy_facts=3000, seed=4),
                       budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
                       sampler="sequential", base="v1", spec=WindowSpec(budget=96, top_k=2)),
 }
@@ -481,7 +490,7 @@ def find_data(arg: str | None) -> Path:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--config", default="v1", choices=sorted(CONFIGS))
+    ap.add_argument("--config", default="v4", choices=sorted(CONFIGS), help="the design (default: v4, the shipped one)")
     ap.add_argument("--out", default=None, help="where to write the model (default: the packaged model folder)")
     ap.add_argument("--probe", default=None, help="a probe name: train, record dev figures, write no model")
     ap.add_argument("--summedits-cap", type=int, default=300, help="score only this many SummEdits cases per dev domain")
@@ -489,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (one was faster than two on the shared machine)")
     ap.add_argument("--max-train-minutes", type=float, default=None, help="stop training after this wall time")
     ap.add_argument("--base", default=None, metavar="DIR",
-                    help="(a config with a base, v3) continue from this written base model instead of training it first")
+                    help="(a config with a base: v3, v4) continue from this written base model instead of training it first")
     ap.add_argument("--answer-dev", default=None, metavar="DIR",
                     help="print the answer-style development figures (stage 3) of a written model; writes nothing")
     ap.add_argument("--evaluate-only", default=None, metavar="DIR",
@@ -525,7 +534,7 @@ def main(argv: list[str] | None = None) -> None:
     init, base_minutes = args.base, None
     with tempfile.TemporaryDirectory() as work:
         if cfg.base and not init:
-            # From scratch: the base design first (its own data and schedule), written where v3 starts.
+            # From scratch: the base design first (its own data and schedule), written where v3 / v4 start.
             base_cfg = CONFIGS[cfg.base]
             print(f"training the base design {cfg.base} first", flush=True)
             base_model, _, base_info, base_kinds, base_minutes = build_and_train(base_cfg, data, tok, Path(work), None)
@@ -682,8 +691,8 @@ def render_held_out(held: dict | None) -> str:
     if not held:
         return ("The evaluation data (HaluEval `holdout: test`, the six other SummEdits domains, AttributionBench test\n"
                 "and test_ood) was not looked at in building this model.")
-    parts = [("Looked at once, after the design was frozen: verifybench suites `evals/consistency-*.yaml`, the model\n"
-              "as the `nli` verifier applies it by default, beside other verifiers on the same cases. Balanced\n"
+    parts = [("Looked at once, after the design was frozen: verifybench suites (`evals/*.yaml` or copies of them), the model\n"
+              "as the `nli` verifier applies it by default (beside the suite's other verifiers, if any). Balanced\n"
               "accuracy on each slice's test split at the threshold fitted on its calibration split (\"fallback\": the\n"
              "slice's calibration split was too small, the whole suite's threshold was used). An error verdict (a\n"
              "case without source text) counts in `errors`, not in the AUROC. Milliseconds: the run's median on a\n"

@@ -78,6 +78,8 @@ class DataMix:
     qa_synthetic_windows: int = 0
     halueval_qa_rows: int = 0
     answer_style_share: float = 0.7  # of the answer-style positives, the share said with perturb.answer_style
+    # Stage 4 (v4): rule facts from `policy`'s grammar, each a paraphrased-vs-copied contrast pair.
+    policy_facts: int = 0
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -293,12 +295,17 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
             # synthetic premises get the space back, so a claim is one sentence, not two run together.
             docs = [(doc_key(k), JOINED.sub(r"\1. \2", k)) for k, _, _ in synth_qa]
             pairs += synthetic_pairs(docs, mix.qa_synthetic_windows, windower, mix, rng, answer=True)
+    if mix.policy_facts:
+        # policy builds on Pair, so it is imported here, not at the top
+        from verifybench.training.policy import policy_pairs
+
+        pairs += policy_pairs(mix.policy_facts, mix.seed)
     rng.shuffle(pairs)
     return curriculum_order(pairs, mix.real_in_hard, random.Random(mix.seed + 1)) if mix.curriculum else pairs
 
 
 EASY_NEGATIVES = ("synthetic/outside", "synthetic/insertion", "answer/insertion")
-SYNTHETIC = ("synthetic/", "answer/")  # kinds made by `synthetic_pairs` (the others are real pairs)
+SYNTHETIC = ("synthetic/", "answer/", "policy/")  # kinds made by `synthetic_pairs` (the others are real pairs)
 
 
 def curriculum_order(pairs: list[Pair], real_in_hard: float = 0.0, rng: random.Random | None = None) -> list[Pair]:
