@@ -55,3 +55,21 @@ def test_whole_files_are_replaced_not_left_half_written(tmp_path):
 def test_reading_a_folder_that_is_not_a_run_names_it(tmp_path):
     with pytest.raises(RunDirError, match=rf"{tmp_path.name}/manifest.json: not found; is .* a verifybench run"):
         read_json(tmp_path / "manifest.json")
+
+
+def test_case_meta_that_pyarrow_cannot_join_is_read_line_by_line(tmp_path):
+    # Found by tests/test_reliability_property.py: a meta key holding a list of nulls in one case and
+    # null in the next made pyarrow's combine_chunks raise ArrowIndexError, which ended the run.
+    from verifybench.rundir.files import read_case_frame
+
+    def line(case_id: str, label: str, meta: str, response: str) -> str:
+        return (f'{{"id":"{case_id}","dataset":"cases","doc_type":"default","split":null,"label":{label},'
+                f'"meta":{meta},"question":null,"response":"{response}"}}')
+
+    lines = [line("#0", "false", '{"n":0,"extra":null,"question":[null,null]}', ""),
+             line("ok0", "false", '{"n":null,"extra":null,"question":null}', "a fine answer"),
+             line("ok1", "true", '{"n":null,"extra":null,"question":null}', "a fine answer")]
+    (tmp_path / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    frame = read_case_frame(tmp_path, meta=["question"])
+    assert list(frame["id"]) == ["#0", "ok0", "ok1"]
+    assert list(frame["label"]) == [False, False, True]

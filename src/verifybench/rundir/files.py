@@ -445,7 +445,10 @@ def _case_block_fast(out: CaseColumns, offset: int, block: bytes) -> bool:
         return False
     fields: dict[str, Any] = {}
     if "meta" in t.column_names:
-        m = t.column("meta").combine_chunks()
+        try:
+            m = t.column("meta").combine_chunks()
+        except pa.ArrowException:  # pyarrow cannot join some inferred types (a list of nulls, then null)
+            return False
         if not pa.types.is_struct(m.type) or m.null_count:
             return False
         fields = {m.type.field(i).name: m.field(i) for i in range(m.type.num_fields)}
