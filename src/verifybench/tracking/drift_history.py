@@ -13,7 +13,7 @@ from typing import Any
 
 from verifybench.metrics.summary import OVERALL
 from verifybench.tracking.drift_record import DriftRecord, read_record
-from verifybench.tracking.history import DASHES, MARKERS, MAX_TICKS, _when
+from verifybench.tracking.history import DASHES, MARKERS, _when, time_axis
 
 STATUS_ORDER = {"ok": 0, "too few": 1, "drift": 2}
 
@@ -95,13 +95,7 @@ def figure(records: list[DriftRecord], drawn: list[DriftLine]) -> Any:
     limits = sorted({float(r.limits["max_psi"]) for r in records if "max_psi" in r.limits})
     for v in limits:
         ax.axhline(v, color="#c0392b", lw=0.8, ls="--")
-    for i in range(1, len(records)):
-        if records[i].reference != records[i - 1].reference:
-            ax.axvline(i - 0.5, color="#888", lw=0.8, ls=":")
-    step = max(1, -(-len(records) // MAX_TICKS))
-    ticks = list(range(0, len(records), step))
-    ax.set_xticks(ticks, [f"#{i + 1}\n{_when(records[i].created).strftime('%m-%d %H:%M')}" for i in ticks], fontsize=7)
-    ax.set_xlim(-0.5, len(records) - 0.5)
+    time_axis(ax, [r.created for r in records], [r.reference for r in records])
     ax.set_ylim(bottom=0)
     ax.set(ylabel="PSI (all cases)", title="drift: PSI per check against the reference's test split"
            + (f" (dashed: limit {', '.join(f'{v:g}' for v in limits)})" if limits else ""))

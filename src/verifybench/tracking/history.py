@@ -67,6 +67,18 @@ def short(data_key: str) -> str:
     return f"{h[:8]} ({n} cases)"
 
 
+def time_axis(ax: Any, created: list[str | None], groups: list[Any]) -> None:
+    """Points in time order on the x axis: a dotted line where the group (dataset, reference) changes,
+    at most MAX_TICKS ticks, each "#n" with its time."""
+    for i in range(1, len(groups)):
+        if groups[i] != groups[i - 1]:
+            ax.axvline(i - 0.5, color="#888", lw=0.8, ls=":")
+    step = max(1, -(-len(created) // MAX_TICKS))
+    ticks = list(range(0, len(created), step))
+    ax.set_xticks(ticks, [f"#{i + 1}\n{_when(created[i]).strftime('%m-%d %H:%M')}" for i in ticks], fontsize=7)
+    ax.set_xlim(-0.5, len(created) - 0.5)
+
+
 def _when(iso: str | None) -> datetime:
     try:
         return datetime.fromisoformat(iso) if iso else datetime.min
@@ -167,13 +179,7 @@ def _figure(rows: list[RunRow], lines: list[Series], metric: str, slice_name: st
         bars = ax.errorbar(x, y, yerr=yerr, color=colors(v % 10), marker=MARKERS[d % len(MARKERS)],
                            linestyle=DASHES[d % len(DASHES)], ms=5, lw=1.4, capsize=2, elinewidth=0.8)
         bars.lines[0].set_gid(f"series-{k}")
-    for i in range(1, len(rows)):
-        if rows[i].dataset != rows[i - 1].dataset:
-            ax.axvline(i - 0.5, color="#888", lw=0.8, ls=":")
-    step = max(1, -(-len(rows) // MAX_TICKS))
-    ticks = list(range(0, len(rows), step))
-    ax.set_xticks(ticks, [f"#{i + 1}\n{_when(rows[i].created).strftime('%m-%d %H:%M')}" for i in ticks], fontsize=7)
-    ax.set_xlim(-0.5, len(rows) - 0.5)
+    time_axis(ax, [r.created for r in rows], [r.dataset for r in rows])
     ax.set(ylabel=metric, title=f"{metric} per verifier, slice '{slice_name}', runs in time order")
     ax.grid(alpha=0.3)
     handles = [plt.Line2D([], [], color=colors(i % 10), lw=2, label=v) for i, v in enumerate(verifiers)]
