@@ -93,3 +93,19 @@ def test_anchors_flags_a_swapped_role_and_passes_the_faithful_answer(anchors):
         Case(id="s", dataset="t", response="Members can unlock it sooner from the Members page.", label=True,
              sources=[Source(id="kb", text=KB)])])[0]
     assert plain.score < 0.5
+
+
+def test_a_long_sentence_is_not_read_for_swaps():
+    # the shape of the false alarms on AttributionBench's dev split: a long free-form sentence whose slot
+    # holds an elaboration of the evidence's word, not another named thing
+    sources = ("Architectural design fees vary depending on the complexity of the project. Professional "
+               "experience and access to materials matter to the overall cost of construction.")
+    evidence = "Architectural design fees vary depending on the complexity of the project."
+    long_claim = ("Architectural design fees for residential projects in large cities vary depending on the "
+                  "experience of the project")
+    assert len(content_words(long_claim)) > 10
+    assert swaps(long_claim, evidence, sources) == []
+    # the same swap said shortly is read
+    short_claim = "Architectural design fees vary depending on the experience of the project."
+    assert len(content_words(short_claim)) <= 10
+    assert swaps(short_claim, evidence, sources)
