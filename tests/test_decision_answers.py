@@ -178,3 +178,28 @@ def test_an_explicit_choice_is_what_the_policy_reads():
     assert got == {"u1": "escalate", "u2": "keep", "u3": "flag"}
     strict = decide(units, answers, TriageOptions(escalate_below=0.75), {"instructions": 0.5, "contradiction": 0.5})
     assert [d.action for d in strict] == ["escalate", "keep", "escalate"]
+
+
+def test_the_context_gate_is_chosen_on_calibration_cases_only(monkeypatch):
+    """fit_context_gate sees only the calibration side of the cases, and keeps the gate whose threshold
+    reaching precision 0.9 gives the most recall (synthetic scores: the 0.7 gate separates best)."""
+    from verifybench.training import decision as training
+
+    cs = [(Case(id=f"c{i}", dataset="t", question="q", response="", label=i % 2 == 0, sources=[]), "contradicts"
+           if i % 2 == 0 else "sentences", f"row-{i}") for i in range(400)]
+    seen: list[set[str]] = []
+
+    def scores(model, given, min_relevance):
+        seen.append({key for _, _, key in given})
+        y = np.array([bool(c.label) for c, _, _ in given])
+        rng = np.random.default_rng(int(min_relevance * 10))
+        spread = 0.1 if min_relevance == 0.7 else 0.6
+        s = np.clip(np.where(y, 0.8, 0.3) + rng.normal(0, spread, len(y)), 0, 1)
+        return y, s, np.array([kind for _, kind, _ in given])
+
+    monkeypatch.setattr(training, "context_unit_scores", scores)
+    gate = training.fit_context_gate(None, cs)
+    cal = {key for _, _, key in cs if is_calibration(key)}
+    assert 0 < len(cal) < len(cs) and all(keys == cal for keys in seen) and len(seen) == len(training.GATE_RELEVANCE)
+    assert gate["min_relevance"] == 0.7 and gate["calibration"]["precision"] >= 0.9
+    assert gate["calibration"]["units"] == len(cal)
