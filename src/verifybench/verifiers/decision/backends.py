@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import httpx2
+import numpy as np
 
 from verifybench.cases import Case
 from verifybench.verifiers.decision.questions import (
@@ -39,21 +40,26 @@ class LocalBackend:
     name = "local"
     batched = True  # one encoder pass for a whole batch: per-case latency is a share of it
 
-    def __init__(self, params: str | None = None, cache_dir: str | None = None, batch_size: int = 64):
+    def __init__(self, params: str | None = None, cache_dir: str | None = None, batch_size: int = 64,
+                 model: Any = None):
         from verifybench.verifiers.decision.features import Featurizer
         from verifybench.verifiers.decision.local_model import LocalDecisionModel
 
-        self.model = LocalDecisionModel(params, Featurizer(cache_dir=cache_dir, batch_size=batch_size))
+        # `model`: a LocalDecisionModel already built (the training command scores calibration cases with it).
+        self.model = model or LocalDecisionModel(params, Featurizer(cache_dir=cache_dir, batch_size=batch_size))
 
     @property
     def thresholds(self) -> dict[str, float | None]:
         # Only context units are ever flagged for contradiction, so the policy reads the context head's.
         heads = self.model.heads
         flag = "context_contradiction" if "context_contradiction" in heads else "contradiction"
+        # The context head's policy threshold is its gate's (on the combined unit answers), when fitted.
+        gate = heads[flag].gate or {}
+        contradiction = gate["threshold"] if "threshold" in gate else self.model.threshold(flag)
         # With an abstention band the model says "cannot determine" itself; a model file without one
         # falls back to escalating on low confidence, as TypeSafe does.
         escalate = 0.0 if self.model.abstain_band("citation") else 0.75
-        return {"instructions": self.model.threshold("injection"), "contradiction": self.model.threshold(flag),
+        return {"instructions": self.model.threshold("injection"), "contradiction": contradiction,
                 "escalate_below": escalate}
 
     @property
@@ -96,27 +102,54 @@ class LocalBackend:
 
 
     def _context_contradiction(self, items: list[Item], answers: dict[tuple[int, str], UnitAnswers]) -> None:
-        """P(contradiction) of a chunk, tool result or citation (asked when the case has a question): the
-        highest over the case's other such units, each judged as the question plus that unit (the pairs the
-        head was fitted on: the premise is what the question is asked over); alone in its case, against
-        the question only. The unit it disagrees with most is named in `extra`."""
-        pairs: list[tuple[int, DecisionUnit, str | None, str]] = []
+        """P(contradiction) of a chunk, tool result or citation (asked when the case has a question). Each
+        ordered pair of the case's such units is read as the pairs the head was fitted on, (the question
+        + one unit, the other unit); `combine_context` turns them into the unit's answer with the gate
+        fitted on calibration cases (`heads.context_contradiction.gate`): a pair counts only when both
+        units are relevant to the question, scored by the mean of its two readings. With no such other
+        unit (alone in its case, or none about the question) there is nothing to contradict that the
+        local model can judge: it answers "cannot determine" (0.5, the Noul's undecided value, and
+        `contradiction_cannot_determine`), which the policy never flags. The unit it disagrees with
+        most is named in `extra`."""
+        from verifybench.verifiers.decision.local_model import combine_context
+
+        gate = self.model.heads["context_contradiction"].gate or {}
+        min_relevance = float(gate.get("min_relevance", 0.0))
+        symmetric = bool(gate)  # a model file without a gate: one reading per pair, as fitted before
+        groups: list[tuple[int, list[DecisionUnit]]] = []
+        pairs: list[tuple[str, str]] = []
         for i, (case, units) in enumerate(items):
             if not case.question:
                 continue  # not asked (questions.asked)
             context = [u for u in units if u.kind != "answer"]
-            question = case.question
-            for u in context:
-                others = [v for v in context if v.key != u.key]
-                pairs += [(i, u, v.key, f"{question}\n{v.text}".strip()) for v in others] or [(i, u, None, question)]
-        if not pairs:
+            groups.append((i, context))
+            pairs += [(f"{case.question}\n{v.text}".strip(), u.text) for u in context for v in context if v is not u]
+        if not groups:
             return
-        probs = self.model.context_contradiction([p for *_, p in pairs], [u.text for _, u, _, _ in pairs])
-        for (i, u, other, _), p in zip(pairs, probs):
-            a = answers[i, u.key]
-            if a.contradiction is None or p > a.contradiction:
-                a.contradiction = p
-                a.extra["contradicts"] = other
+        probs = iter(self.model.context_contradiction([p for p, _ in pairs], [t for _, t in pairs]) if pairs else [])
+        for i, context in groups:
+            n = len(context)
+            p = np.zeros((n, n))
+            for j in range(n):
+                for k in range(n):
+                    if j != k:
+                        p[j, k] = next(probs)
+            rel = np.array([answers[i, u.key].relevance if answers[i, u.key].relevance is not None else 0.0
+                            for u in context])
+            if symmetric:
+                combined = combine_context(p, rel, min_relevance)
+            else:  # the highest single reading against any other unit
+                np.fill_diagonal(p, -np.inf)
+                combined = [(float(p[j].max()), int(p[j].argmax())) if n > 1 else (None, None) for j in range(n)]
+            for u, (score, other) in zip(context, combined):
+                a = answers[i, u.key]
+                if score is None:
+                    a.contradiction = 0.5
+                    a.contradiction_cannot_determine = True
+                    a.extra["contradicts"] = None
+                else:
+                    a.contradiction = score
+                    a.extra["contradicts"] = context[other].key if other is not None else None
 
     def _citation_answer(self, a: UnitAnswers, p: float) -> None:
         """The Choice from P(not supported) `p`: the calibrated threshold decides, and inside the abstention

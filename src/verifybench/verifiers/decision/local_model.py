@@ -35,19 +35,23 @@ class LinearHead:
     # The abstention band (binary heads): P(positive) in [low, high] is answered "cannot determine";
     # fitted on the calibration fold with the threshold (`python -m verifybench.training.decision`).
     abstain: dict | None = None
+    # The context contradiction head only: how pair answers become a unit's answer (`combine_context`),
+    # {"min_relevance", "threshold", ...}, fitted on calibration cases by the training command.
+    gate: dict | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> LinearHead:
         return cls(d["classes"], np.asarray(d["mean"], np.float32), np.asarray(d["scale"], np.float32),
                    np.atleast_2d(np.asarray(d["coef"], np.float32)), np.asarray(d["intercept"], np.float32),
                    tuple(d["platt"]) if d.get("platt") else None, d.get("threshold"), d.get("info", {}),
-                   d.get("abstain"))
+                   d.get("abstain"), d.get("gate"))
 
     def to_dict(self) -> dict:
         r = lambda a: np.round(np.asarray(a, np.float64), 6).tolist()  # noqa: E731 - six digits are plenty
         return {"classes": self.classes, "mean": r(self.mean), "scale": r(self.scale), "coef": r(self.coef),
                 "intercept": r(self.intercept), "platt": list(self.platt) if self.platt else None,
-                "threshold": self.threshold, "info": self.info, **({"abstain": self.abstain} if self.abstain else {})}
+                "threshold": self.threshold, "info": self.info, **({"abstain": self.abstain} if self.abstain else {}),
+                **({"gate": self.gate} if self.gate else {})}
 
     def decision(self, X: np.ndarray) -> np.ndarray:
         return ((X - self.mean) / self.scale) @ self.coef.T + self.intercept
@@ -65,6 +69,26 @@ class LinearHead:
         z = z - z.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
+
+
+def combine_context(p: np.ndarray, relevance: np.ndarray, min_relevance: float) -> list[tuple[float | None, int | None]]:
+    """One case's context units: `p[a, b]` = P(unit a contradicts the question + unit b), `relevance[a]`
+    the unit's relevance to the question. Contradiction is symmetric, so a pair's score is the mean of
+    its two readings; it counts only when both units are about the question (relevance >=
+    `min_relevance`). Per unit: the highest such score and the unit it is against; (None, None) when
+    no other unit of the case qualifies (nothing about the same thing to contradict)."""
+    n = len(relevance)
+    out: list[tuple[float | None, int | None]] = []
+    for a in range(n):
+        best: tuple[float | None, int | None] = (None, None)
+        for b in range(n):
+            if b == a or min(relevance[a], relevance[b]) < min_relevance:
+                continue
+            score = float(p[a, b] + p[b, a]) / 2.0
+            if best[0] is None or score > best[0]:
+                best = (score, b)
+        out.append(best)
+    return out
 
 
 class LocalDecisionModel:

@@ -67,6 +67,9 @@ class UnitAnswers:
 
     instructions: float | None = None  # P(yes)
     contradiction: float | None = None  # P(yes)
+    # True: the backend cannot determine it (the local model, for a unit with no other unit about the
+    # question to compare with); `contradiction` is then 0.5 and the policy does not flag the unit.
+    contradiction_cannot_determine: bool | None = None
     relevance: float | None = None  # expected level / top level, in [0, 1]
     relevance_levels: list[float] | None = None  # P(level) for each of RELEVANCE_LEVELS
     citation: dict[str, float] | None = None  # P(choice) for each of CITATION_CHOICES

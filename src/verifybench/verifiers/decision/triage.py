@@ -12,6 +12,7 @@ In this order, per case:
    calibration fold), so its own `escalate_below` is 0; TypeSafe's is 0.75;
 3. context units (chunks, tool results): `flag` when P(contradiction) >= `flag_contradiction_at`;
    flagged units are kept (marked, so the reasoning model sees the disagreement) and are placed first;
+   an answer of "cannot determine" (`contradiction_cannot_determine`) is never flagged;
 4. the rest are ranked by relevance (highest first); below `min_relevance` they are trimmed; then
    units are kept while the running token count (flagged ones included) fits `context_budget_tokens`,
    and the remainder is trimmed.
@@ -80,7 +81,8 @@ def decide(units: list[DecisionUnit], answers: dict[str, UnitAnswers], opts: Tri
             out[u.key] = _citation(u, a, escalate_below or 0.0)
         else:
             context.append((u, a))
-    flagged = [(u, a) for u, a in context if a.contradiction is not None and a.contradiction >= flag_at]
+    flagged = [(u, a) for u, a in context if a.contradiction is not None and a.contradiction >= flag_at
+               and not a.contradiction_cannot_determine]
     flagged_keys = {u.key for u, _ in flagged}
     rest = sorted(((u, a) for u, a in context if u.key not in flagged_keys),
                   key=lambda ua: -(ua[1].relevance if ua[1].relevance is not None else 0.0))
