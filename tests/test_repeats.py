@@ -255,3 +255,42 @@ def test_cases_given_in_python_take_repeats_by_mapping_or_on_the_object(tmp_path
     assert {vid: v["detail"]["repeats"]["of"] for (vid, _), v in got.items()} == {"mapped": 3, "obj": 2}
     resumed_suite = json.loads((run.run_dir / "manifest.json").read_text())["verifiers"]
     assert [v["repeats"] for v in resumed_suite] == [3, 2]
+
+
+def test_the_policy_records_repeats_and_the_guard_scores_that_many_times(tmp_path, root):
+    # A threshold fitted on the mean of 3 samples is a threshold on a mean: the guard must score the same way.
+    from verifybench.guard import Guard
+
+    noisy = "helpers.repeat_verifiers:NoisyText"
+    run = api.run(demo_suite(root, tmp_path, "rouge", {noisy: {"id": "noisy", "repeats": 3}}), out=tmp_path / "r",
+                  progress=False)
+    policy = tmp_path / "policy.yaml"
+    api.thresholds(run.run_dir, by="doc_type", out=policy)
+    recorded = __import__("yaml").safe_load(policy.read_text())["verifiers"]
+    assert recorded["noisy"]["repeats"] == 3 and "repeats" not in recorded["rouge"]
+    by_id = results(tmp_path / "r")
+    cases = list(iter_jsonl(root / "datasets/demo/cases.jsonl"))[:20]
+    with Guard(policy, log_dir=False) as g:
+        assert g.describe()["checks"]["noisy"]["repeats"] == 3
+        decisions = [g.check(response=c["response"], sources=c["sources"], question=c.get("question"),
+                             doc_type=c.get("doc_type")) for c in cases]
+    for c, d in zip(cases, decisions):
+        got = next(r for r in d.checks if r.verifier == "noisy").score
+        want = by_id[("noisy", c["id"])]
+        assert got == pytest.approx(want["score"], abs=1e-12)  # the mean of the run's three samples
+        assert got != pytest.approx(want["detail"]["repeats"]["scores"][0], abs=1e-9)  # not one sample
+
+
+def test_a_policy_with_a_bad_repeats_is_refused_naming_the_field(tmp_path, root):
+    import yaml
+
+    from verifybench.guard import Guard, GuardError
+
+    run = api.run(demo_suite(root, tmp_path, "rouge"), out=tmp_path / "r", progress=False)
+    policy = tmp_path / "policy.yaml"
+    api.thresholds(run.run_dir, by="doc_type", out=policy)
+    doc = yaml.safe_load(policy.read_text())
+    doc["verifiers"]["rouge"]["repeats"] = 0
+    policy.write_text(yaml.safe_dump(doc))
+    with pytest.raises(GuardError, match=r"verifiers\.rouge\.repeats: expected a whole number of at least 1, got 0"):
+        Guard(policy, log_dir=False)

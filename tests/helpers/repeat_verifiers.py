@@ -76,3 +76,15 @@ class FailingRepeats(CaseVerifier):
         if self.repeat in self.options.fail.get(case.id, []):
             raise RuntimeError(f"planted failure on {case.id}, repeat {self.repeat}")
         return self.repeat / 10
+
+
+class NoisyText(Noisy):
+    """`Noisy` keyed by the response text instead of the case id and label (a guard's request has neither):
+    the same answer draws the same samples in a run and in a guard."""
+
+    name = "noisy-text"
+    description = "test verifier with a seeded random score per repeat, keyed by the response"
+
+    def score_case(self, case: Case) -> float:
+        return _unit(case.response) + random.Random(f"{self.options.seed}:{self.repeat}:{case.response}").gauss(
+            0.0, self.options.noise)

@@ -66,7 +66,9 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
         thresholds[vid] = rows
     verifiers = {
         vid: {"name": names.get(vid, c["name"]), "options": recorded_options(c["name"], names.get(vid), c["config"]),
-              "config_hash": c["config_hash"]}
+              "config_hash": c["config_hash"],
+              # scored N times and folded to the mean: the guard scores it the same way (guard.batching)
+              **({"repeats": int(c["repeats"])} if int(c.get("repeats") or 1) > 1 else {})}
         for vid, c in configs.items() if vid in metrics["verifiers"]}
     return {
         "format": FORMAT,

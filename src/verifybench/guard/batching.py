@@ -23,7 +23,17 @@ _STOP: Any = object()
 
 def verify_safely(verifier: Verifier, cases: list[Case]) -> list[Verdict]:
     """One verdict per case: a `verify` that raises gives every case of the batch its error verdict; a
-    verifier that returns the wrong number of verdicts is an error too."""
+    verifier that returns the wrong number of verdicts is an error too. A verifier whose policy was fitted
+    on `repeats` scores each case that many times and keeps the mean, as the run did (its threshold is a
+    threshold on the mean)."""
+    if verifier.repeats > 1:
+        from verifybench.executors.repeats import score_repeats
+
+        return score_repeats(verifier, cases, _verify_once)
+    return _verify_once(verifier, cases)
+
+
+def _verify_once(verifier: Verifier, cases: list[Case]) -> list[Verdict]:
     try:
         verdicts = verifier.verify(cases)
     except Exception as e:  # noqa: BLE001 - a verifier's failure is an error verdict, counted

@@ -233,6 +233,7 @@ class Guard:
                     f"{rec['config_hash']} ({self.policy_path}): the thresholds were fitted for another configuration"
                     f"{_diff(rec['options'], verifier.config)}. Use the configuration the policy records, or fit a "
                     "policy on a run of this one")
+            verifier.repeats = _repeats(rec.get("repeats", 1), self.policy_path, vid)
             rows = (self.policy.get("thresholds") or {}).get(vid) or {}
             if not isinstance(rows.get(OVERALL), dict) or rows[OVERALL].get("threshold") is None:
                 raise GuardError(f"{self.policy_path}: verifier {vid!r} has no whole-set threshold "
@@ -309,6 +310,7 @@ class Guard:
             "cascade_bounds": None if self.bounds is None else {"allow_at_or_below": self.bounds[0],
                                                                 "flag_at_or_above": self.bounds[1]},
             "checks": {c.id: {"name": c.verifier.name, "config_hash": c.verifier.config_hash,
+                              "repeats": c.verifier.repeats,
                               "thresholds": {k: {"threshold": r.get("threshold"), "source": r.get("source"),
                                                  "native": self._native(c, r.get("threshold"))}
                                              for k, r in c.rows.items() if isinstance(r, dict)}}
@@ -628,6 +630,12 @@ class Guard:
             for f in futures:
                 f.result()
         return out
+
+
+def _repeats(value: Any, policy: Path, vid: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GuardError(f"{policy}: verifiers.{vid}.repeats: expected a whole number of at least 1, got {value!r}")
+    return value
 
 
 def _diff(recorded: dict[str, Any], config: dict[str, Any]) -> str:
