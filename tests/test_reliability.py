@@ -511,6 +511,12 @@ def test_run_out_refuses_a_folder_of_other_files_and_never_writes_through_a_link
     with pytest.raises(VerifybenchError, match="not empty and not a run directory"):
         api.run(cases=rows(), verifiers=["rouge"], out=mine, progress=False)
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]  # and nothing was added
+    # A folder a file manager has shown holds its litter and nothing else: it is empty to the user.
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    write(shown / ".DS_Store", "\x00\x00\x00\x01Bud1")
+    assert api.run(suite, out=shown, progress=False).n_cases == 12
+    assert (shown / ".DS_Store").exists()
     # A link planted where a run file goes: in a new folder, and in a run directory that is resumed.
     victim = write(tmp_path / "victim.txt", "precious")
     planted = tmp_path / "planted"

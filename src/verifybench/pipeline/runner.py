@@ -116,13 +116,18 @@ RUN_FILES = (MANIFEST, CASES, RESULTS, ERRORS, CUES, "metrics.json", "report.htm
              "writer.lock", "suite.yaml", "dataset.jsonl")
 
 
+# Files a file manager leaves in any folder it shows: a folder holding only these is empty to a user.
+_FOLDER_LITTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
+
+
 def check_run_folder(run_dir: Path, resume: bool) -> None:
     """Refuse to write a run into a folder that holds other files (a new run goes into a new or empty
     folder, or a run directory), or whose run files are symbolic links (a link the run did not create
     is never written through)."""
     run_dir = Path(run_dir)
     if not resume and not (run_dir / MANIFEST).exists():
-        other = sorted(p.name for p in run_dir.iterdir() if p.name not in RUN_FILES) if run_dir.is_dir() else []
+        other = sorted(p.name for p in run_dir.iterdir()
+                       if p.name not in RUN_FILES and p.name not in _FOLDER_LITTER) if run_dir.is_dir() else []
         if other:
             shown = ", ".join(other[:3]) + (f", and {len(other) - 3} more" if len(other) > 3 else "")
             raise RunDirError(f"{run_dir} is not empty and not a run directory ({shown}); a run writes into a new "
