@@ -115,7 +115,8 @@ def _free_port() -> int:
 
 
 class Server:
-    def __init__(self, target: Path, log_dir: Path, cwd: Path, env: dict | None = None, workers: int = 1):
+    def __init__(self, target: Path, log_dir: Path, cwd: Path, env: dict | None = None, workers: int = 1,
+                 args: tuple[str, ...] = ()):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_dir = log_dir
@@ -124,7 +125,7 @@ class Server:
                    **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verifybench.cli", "serve", str(target), "--host", "127.0.0.1", "--port",
-             str(self.port), "--log-dir", str(log_dir), "--workers", str(workers)],
+             str(self.port), "--log-dir", str(log_dir), "--workers", str(workers), *args],
             cwd=cwd, env=environ, stdout=open(self.out, "wb"), stderr=subprocess.STDOUT)
         deadline = time.time() + 90
         while time.time() < deadline:
@@ -206,6 +207,8 @@ def test_served_decisions_equal_run_with_policy_and_metrics_match_the_log(fitted
     assert {dict(k)["verifier"]: n for k, n in per_check.items()} == {"rouge": len(recs), "sentences": len(recs)}
     requests = _metric(metrics, "verifybench_guard_requests_total")
     assert requests[(("endpoint", "/v1/check"), ("status", "200"))] == 20
+    s.stop()
+    assert "POST /v1/check" not in s.out.read_text()  # no access log unless asked (--access-log)
 
 
 @pytest.mark.slow
@@ -213,7 +216,7 @@ def test_a_served_shadow_guard_with_a_token_and_timeouts(fitted, server, tmp_pat
     guard_file = tmp_path / "guard.yaml"
     guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "checks": ["sentences"], "action": "block",
                                           "mode": "shadow", "timeout_ms": 150, "on_error": "flag"}))
-    s = server(guard_file, env={"VERIFYBENCH_GUARD_TOKEN": TOKEN})
+    s = server(guard_file, env={"VERIFYBENCH_GUARD_TOKEN": TOKEN}, args=("--access-log",))
     answer = "The Team plan costs $29 per user per month. Purple dragons deliver every invoice."
     body = {"response": answer, "sources": ["The Team plan costs $29 per user per month."]}
     auth = {"authorization": f"Bearer {TOKEN}"}
@@ -228,6 +231,8 @@ def test_a_served_shadow_guard_with_a_token_and_timeouts(fitted, server, tmp_pat
     s.stop()
     for f in [*s.log_dir.iterdir(), s.out]:
         assert TOKEN not in f.read_text(errors="replace")
+    # --access-log: uvicorn's line per request (the 401 too), on the server's output
+    assert re.findall(r'"POST /v1/check HTTP/1.1" (\d+)', s.out.read_text()) == ["401", "200", "200"]
 
 
 @pytest.mark.slow

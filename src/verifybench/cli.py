@@ -512,11 +512,13 @@ def serve(
         "--replicas", min=1, help="with --ray: Serve replicas, each with its own log file")] = 1,
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="with --ray: a running cluster (auto, HOST:PORT); default: a local Ray on 127.0.0.1")] = None,
+    access_log: Annotated[bool, typer.Option(
+        "--access-log", help="uvicorn's line per request on stderr (off: the decision log is the record)")] = False,
 ) -> None:
     """Serve a guard over HTTP: POST /v1/check, /v1/check/batch; /healthz, /readyz, /metrics (docs/rollout.md)."""
     try:
         api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers, ray=ray, replicas=replicas,
-                  ray_address=ray_address)
+                  ray_address=ray_address, access_log=access_log)
     except VerifybenchError as e:
         _fail(e)
 

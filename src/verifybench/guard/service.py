@@ -319,11 +319,13 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
         raise GuardError("--replicas and --ray-address need --ray")
     import uvicorn
 
+    # uvicorn writes its access lines at INFO: at "warning" an access log asked for would print nothing.
+    level = "info" if access_log else "warning"
     if workers <= 1:
         guard = Guard(path, log_dir=log_dir)
         try:
             uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env), host=host, port=port,
-                        access_log=access_log, log_level="warning")
+                        access_log=access_log, log_level=level)
         finally:
             guard.close()
         return
@@ -335,4 +337,4 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     os.environ[ENV_MAX_BODY] = str(max_body)
     os.environ[ENV_TOKEN_ENV] = token_env
     uvicorn.run("verifybench.guard.service:app_from_env", factory=True, host=host, port=port, workers=workers,
-                access_log=access_log, log_level="warning")
+                access_log=access_log, log_level=level)
