@@ -194,8 +194,7 @@ def train_injection(fz: Featurizer, data: Path) -> LinearHead:
     cal = np.array([is_calibration(k) for k in keys])
     head = fit_head(X[~cal], y[~cal], ["clean", "instructions"], C=0.05, platt_X=X[cal], platt_y=y[cal])
     # Threshold at unit level (a unit's score is its worst window) on calibration units only.
-    model = LocalDecisionModel(featurizer=fz)
-    model.__dict__["heads"] = {"injection": head}
+    model = LocalDecisionModel(featurizer=fz, heads={"injection": head})
     # The target is precision on BIPIA, clean and attacked contexts weighted equally: choose the threshold
     # on BIPIA train's calibration contexts with the classes weighted to balance.
     cal_units = [(t, lab) for k, t, lab, _ in units if is_calibration(k) and k.startswith("bipia-")]
@@ -315,10 +314,10 @@ def context_unit_scores(model: LocalDecisionModel, cs: list[tuple[Case, str, str
     from verifybench.verifiers.decision.backends import LocalBackend
     from verifybench.verifiers.decision.units import split_units
 
-    gated = LocalDecisionModel(model.params_path, featurizer=model.featurizer)
     head = model.heads["context_contradiction"]
     gate = {**(head.gate or {}), "min_relevance": min_relevance}
-    gated.__dict__["heads"] = {**model.heads, "context_contradiction": replace(head, gate=gate)}
+    gated = LocalDecisionModel(model.params_path, featurizer=model.featurizer,
+                               heads={**model.heads, "context_contradiction": replace(head, gate=gate)})
     items = [(c, split_units(c)) for c, _, _ in cs]
     answers = LocalBackend(model=gated).answer_batch(items)
     y, s, kinds = [], [], []
@@ -541,8 +540,7 @@ def fit(name: str, fz: Featurizer, data: Path, rows: list[dict], heads: dict[str
                      min_precision=0.9)
     # The gate and the policy threshold are fitted on cases of context units, the other heads (fitted
     # before this one, in HEADS order, or kept from the params file) answering as they will in deployment.
-    model = LocalDecisionModel(featurizer=fz)
-    model.__dict__["heads"] = {**(heads or {}), "context_contradiction": head}
+    model = LocalDecisionModel(featurizer=fz, heads={**(heads or {}), "context_contradiction": head})
     head.gate = fit_context_gate(model, context_cases(fz, rows))
     return head
 

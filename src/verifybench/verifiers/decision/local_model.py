@@ -96,9 +96,13 @@ class LocalDecisionModel:
     and context; a chunk or tool result against the question and another unit). Picklable; params and
     MiniLM load on first use."""
 
-    def __init__(self, params: str | Path | None = None, featurizer: Featurizer | None = None):
+    def __init__(self, params: str | Path | None = None, featurizer: Featurizer | None = None,
+                 heads: dict[str, LinearHead] | None = None):
+        """`heads`: heads in memory instead of the params file's (the training command, fitting one)."""
         self.params_path = Path(params) if params else DEFAULT_PARAMS
         self.featurizer = featurizer or Featurizer()
+        if heads is not None:
+            self.__dict__["heads"] = heads  # the cached property's value: the file is never read
 
     @cached_property
     def heads(self) -> dict[str, LinearHead]:
