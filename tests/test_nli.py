@@ -465,3 +465,32 @@ def test_the_onnx_runtime_needs_its_packages_and_the_transformers_backend(nli_mo
     shutil.copytree(nli_model, ce)
     with pytest.raises(SuiteError, match=r"verifier 'nli' \(nli\): runtime onnx needs backend: transformers"):
         build("nli", model=str(ce), backend="cross-encoder", runtime="onnx", onnx_dir=str(tmp_path))
+
+
+def test_window_scope_case_packs_short_chunks_together_and_says_which_sources_a_window_holds(nli_model):
+    """Retrieved chunks are short and an answer sentence may combine two: with `window_scope: case` a
+    window can hold the end of one source and the start of the next (ids joined by "+"); a window inside
+    one source keeps its id and its offsets in that source. The default never crosses sources."""
+    a = "Refund policy. Annual plans can be refunded within 14 days of purchase."
+    b = "Refunds are returned within 5 business days. A $15 fee applies to add-ons."
+    c = " ".join(f"Rule {i} says lockers close at {i} pm on weekdays." for i in range(1, 9))
+    sources = [Source(id="a", text=a), Source(id="b", text=b), Source(id="c", text=c)]
+    kase = Case(id="k", dataset="t", response="Annual plans can be refunded within 14 days, and refunds "
+                "are returned within 5 business days.", label=False, sources=sources)
+    text = {s.id: s.text for s in sources}
+    for scope in ("source", "case"):
+        v = build("nli", model=nli_model, cache_dir=None, window_tokens=40, window_scope=scope)
+        wins = v._prepare(kase).windows
+        crossing = [w for w in wins if "+" in w.source_id]
+        if scope == "source":
+            assert not crossing
+        else:
+            assert crossing and any(w.source_id == "a+b" and "14 days" in w.text and "5 business" in w.text
+                                    for w in crossing)
+            assert all("\n\n" in w.text for w in crossing)
+        for w in wins:
+            if "+" not in w.source_id:
+                assert text[w.source_id][w.start:w.end] == w.text
+        assert all(w.tokens <= 40 for w in wins)
+        verdict = v.verify([kase])[0]
+        assert verdict.ok and verdict.detail["windows"] == len(wins)

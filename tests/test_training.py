@@ -393,3 +393,25 @@ def test_held_out_figures_go_into_the_card_as_the_run_reported_them(root, tmp_pa
     row = f"| all | rouge | {got['rouge']['all']['n']} | 0 | {got['rouge']['all']['auroc']}"
     assert "### held-demo" in readme and row in readme
     assert card["files"]["model.safetensors"] in readme
+
+
+def test_compound_pairs_contrast_one_fact_and_toggle_negation_in_place():
+    """v5's data (stage 5): a faithful claim and an unfaithful one per chunk; a negation toggled in place
+    changes only the negation."""
+    import random
+
+    from verifybench.training.policy import compound_pairs, toggle_negation
+
+    rng = random.Random(0)
+    assert toggle_negation("Visitors cannot reserve any tools.", rng) == "Visitors can reserve any tools."
+    assert toggle_negation("Seniors can book a lane within 2 days.", rng) in (
+        "Seniors cannot book a lane within 2 days.", "Seniors can't book a lane within 2 days.")
+    assert toggle_negation("The pool is lovely.", rng) is None
+    pairs = compound_pairs(200, seed=1)
+    by_group: dict = {}
+    for p in pairs:
+        by_group.setdefault(p.group, []).append(p)
+    assert len(by_group) > 150 and all(sorted(q.label for q in g) == [0, 1] for g in by_group.values())
+    assert all(p.claim not in p.premise.split(". ") for p in pairs if p.label == 0)
+    kinds = {p.kind for p in pairs}
+    assert {"compound/negation-in-place", "compound/foreign"} <= kinds

@@ -80,6 +80,8 @@ class DataMix:
     answer_style_share: float = 0.7  # of the answer-style positives, the share said with perturb.answer_style
     # Stage 4 (v4): rule facts from `policy`'s grammar, each a paraphrased-vs-copied contrast pair.
     policy_facts: int = 0
+    # Stage 5 (v5): chunks of `policy`'s grammar with two-fact claims, in-place negation and foreign facts.
+    compound_facts: int = 0
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -300,6 +302,10 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
         from verifybench.training.policy import policy_pairs
 
         pairs += policy_pairs(mix.policy_facts, mix.seed)
+    if mix.compound_facts:
+        from verifybench.training.policy import compound_pairs
+
+        pairs += compound_pairs(mix.compound_facts, mix.seed + 1)
     rng.shuffle(pairs)
     return curriculum_order(pairs, mix.real_in_hard, random.Random(mix.seed + 1)) if mix.curriculum else pairs
 

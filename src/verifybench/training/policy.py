@@ -268,3 +268,100 @@ def frame(text: str, rng: random.Random) -> str:
     first = text.split()[0]
     keep = first in ("I", "Platinum", "Silver", "Bronze") or first in WEEKDAYS
     return rng.choice(FRAMES) + (text if keep else text[0].lower() + text[1:])
+
+
+# Stage 5 (v5, CONSISTENCY_DEV.md): what v4's reading of the support calibration split found it could not
+# see. An answer's sentence often states two facts of its chunk at once; a dropped negation leaves the
+# rest of the sentence as it was (v4's grammar only flipped whole rules); an unsupported addition is a
+# plausible second fact that no chunk states. Each is a contrast of one fact against the same frame.
+JOINS = [", and ", "; ", ", and also ", " and "]
+# (negated, affirmative) pairs a sentence's negation is toggled by, in place; the first that matches is used
+NEGATIONS = [(" cannot ", " can "), (" can't ", " can "), (" do not need to ", " need to "),
+             (" don't have to ", " have to "), (" isn't ", " is "), (" aren't able to ", " are able to "),
+             (" won't be able to ", " will be able to "), (" doesn't ", " does "), (" is closed ", " is open "),
+             (" not even within ", " even within ")]
+AFFIRM = [(" can ", (" cannot ", " can't ")), (" must ", (" do not have to ", " don't have to ")),
+          (" may be ", (" may not be ", " can't be ")), (" closes at ", (" does not close at ", " doesn't close at ")),
+          (" stays open until ", (" does not stay open until ", " doesn't stay open until ")),
+          (" have to ", (" don't have to ", " do not have to ")), (" 've got ", (" haven't got ", " don't have "))]
+
+
+def toggle_negation(text: str, rng: random.Random) -> str | None:
+    """The sentence with its negation removed or added in place, everything else as it was (None: no
+    form this grammar knows)."""
+    padded = f" {text} "
+    for neg, aff in NEGATIONS:
+        if neg in padded:
+            return padded.replace(neg, aff, 1).strip()
+    for aff, negs in AFFIRM:
+        if aff in padded:
+            return padded.replace(aff, rng.choice(negs), 1).strip()
+    return None
+
+
+def join_claims(a: str, b: str, rng: random.Random) -> str:
+    """Two sentences said as one answer sentence."""
+    glue = rng.choice(JOINS)
+    first = a.rstrip(".")
+    keep = b.split()[0] in WEEKDAYS or b.split()[0] in ("I", "Platinum", "Silver", "Bronze")
+    return first + glue + (b if keep else b[0].lower() + b[1:])
+
+
+def compound_pairs(n_facts: int, seed: int) -> list[Pair]:
+    """For each of `n_facts` chunks (3-5 rule sentences of one domain, no two on one subject): one
+    faithful claim and one unfaithful claim, drawn from three kinds of contrast:
+
+    - two facts of the chunk in one sentence (each in the source's words or said another way), against
+      the same two with one fact changed or with the second replaced by a fact the chunk does not state;
+    - one fact (either form), against the same words with the negation removed or added in place."""
+    rng = random.Random(seed)
+    out: list[Pair] = []
+    names = sorted(DOMAINS)
+    for i in range(n_facts):
+        dom = DOMAINS[rng.choice(names)]
+        facts: list[tuple[str, Fact]] = []
+        for _ in range(rng.randint(3, 5)):
+            k, f = rng.choice(KINDS), random_fact(dom, rng)
+            if all(k != k2 or subject(k, f) != subject(k2, f2) for k2, f2 in facts):
+                facts.append((k, f))
+        if len(facts) < 2:
+            continue
+        chunk = [sentence(k, dom, f, False, rng) for k, f in facts]
+        premise = " ".join(chunk)
+        key = group = f"compound:{seed}:{i}"
+        a, b = rng.sample(range(len(facts)), 2)
+        forms = [rng.random() < 0.6, rng.random() < 0.6]  # said another way, per fact
+        say = [sentence(facts[j][0], dom, facts[j][1], forms[x], rng) for x, j in enumerate((a, b))]
+        r = rng.random()
+        if r < 0.35:  # negation toggled in place, one fact
+            pos = frame(say[0], rng)
+            neg_text = toggle_negation(say[0], rng)
+            if neg_text is None:
+                continue
+            neg, kind = frame(neg_text, rng), "negation-in-place"
+        else:
+            pos = frame(join_claims(say[0], say[1], rng), rng)
+            if r < 0.6:  # the second fact is one no chunk sentence states
+                k2, f2 = rng.choice(KINDS), random_fact(dom, rng)
+                if any(k2 == k and subject(k2, f2) == subject(k, f) for k, f in facts):
+                    continue
+                kind, wrong = "foreign", sentence(k2, dom, f2, rng.random() < 0.6, rng)
+                parts = [say[0], wrong]
+            else:
+                x = rng.randrange(2)
+                ch = changed(facts[(a, b)[x]][1], facts[(a, b)[x]][0], dom, rng)
+                if ch is None:
+                    continue
+                slot, wf = ch
+                parts = list(say)
+                if slot == "negation" and (t := toggle_negation(say[x], rng)) is not None:
+                    parts[x] = t
+                else:
+                    parts[x] = sentence(facts[(a, b)[x]][0], dom, wf, forms[x], rng)
+                kind = f"one-of-two-{slot}"
+            neg = frame(join_claims(parts[0], parts[1], rng), rng)
+        if neg == pos or neg in chunk:
+            continue
+        out.append(Pair(premise, pos, 1, "compound/faithful", key, group))
+        out.append(Pair(premise, neg, 0, f"compound/{kind}", key, group))
+    return out

@@ -3,7 +3,8 @@
 1. The response is cut into hypothesis units: sentences (pysbd, default), atomic claims (the anchors
    claim splitter), or the whole response (`aggregate: minicheck` and `pair`).
 2. Each source is cut into premise windows: sentences packed up to a token budget, consecutive windows
-   sharing `window_overlap` sentences. The budget is what the model's `max_length` leaves after the
+   sharing `window_overlap` sentences (`window_scope: case`: the case's sources packed as one text, so
+   one window can hold two short retrieved chunks). The budget is what the model's `max_length` leaves after the
    special tokens and the case's longest unit (or `window_tokens`), so every pair fits whole.
 3. Optionally only the `top_k_windows` windows per unit that the project's embedding model (MiniLM, the
    anchors encoder and its cache) ranks closest are scored: a large saving on long sources.
@@ -46,6 +47,7 @@ from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
 from verifybench.verifiers.nli.windows import Piece, Window, cut_pieces, pack_windows
 
+SOURCE_JOIN = "\n\n"  # window_scope case: between sources, so no sentence runs from one into the next
 MEMO_ITEMS = 4096  # sources whose sentences, token counts and windows are kept between batches
 # Models that ship inside the package (package data), by name: the default needs no download.
 BUILTIN_MODELS = {"consistency-minilm": ("models", "consistency-minilm")}
@@ -55,7 +57,8 @@ DEFAULT_MODEL = "consistency-minilm"
 BUILTIN_LANGUAGES = {"consistency-minilm": ("en",)}
 # A model folder may say how it was trained to be applied: options it sets when the suite leaves them out.
 MODEL_DEFAULTS_FILE = "verifybench.json"
-MODEL_DEFAULT_KEYS = ("entail_label", "window_tokens", "window_overlap", "top_k_windows", "claim_reduce", "hypothesis")
+MODEL_DEFAULT_KEYS = ("entail_label", "window_tokens", "window_overlap", "window_scope", "top_k_windows",
+                      "claim_reduce", "hypothesis")
 
 
 def resolve_model(name: str) -> str:
@@ -117,6 +120,10 @@ class NLIOptions(BaseModel):
                                       "max_length leaves after the case's longest hypothesis unit")
     window_sentences: int | None = Field(None, ge=1, description="at most this many sentences per window")
     window_overlap: int = Field(1, ge=0, description="sentences shared by consecutive windows")
+    window_scope: Literal["source", "case"] = Field(
+        "source", description="source: windows never cross sources; case: a case's sources are packed as one "
+                              "text in their order, so a window can hold two short retrieved chunks (an answer "
+                              "sentence that combines them)")
     min_window_tokens: int = Field(64, ge=8, description="a hypothesis unit longer than max_length minus this "
                                    "is cut into pieces, so windows keep at least this many tokens")
     top_k_windows: int | None = Field(None, ge=1, description="score only the k windows per unit that the "
@@ -233,6 +240,25 @@ class NLIVerifier(Verifier):
             lambda: pack_windows(text, source_id, sents, counts, budget, o.window_overlap, o.window_sentences,
                                  self.model.count))
 
+    def _case_windows(self, sources: list, budget: int) -> list[Window]:
+        """Windows over the case's sources packed as one text (joined by a blank line). A window inside one
+        source keeps that source's id and its offsets in it; one that spans sources has their ids joined by
+        "+" and offsets in the joined text."""
+        spans, at = [], 0
+        for s in sources:
+            spans.append((s.id, at, at + len(s.text)))
+            at += len(s.text) + len(SOURCE_JOIN)
+        joined = SOURCE_JOIN.join(s.text for s in sources)
+        out: list[Window] = []
+        for w in self._windows(joined, "+".join(s.id for s in sources), budget):
+            inside = [(sid, a) for sid, a, b in spans if w.start < b and w.end > a]
+            if len(inside) == 1:
+                sid, a = inside[0]
+                out.append(Window(w.text, sid, w.start - a, w.end - a, w.tokens, len(out)))
+            else:
+                out.append(Window(w.text, "+".join(sid for sid, _ in inside), w.start, w.end, w.tokens, len(out)))
+        return out
+
     def _sentences(self, text: str, lang: str):
         sents = sentences(text, lang)
         return sents, self.model.count([s.text for s in sents])
@@ -287,7 +313,10 @@ class NLIVerifier(Verifier):
         if not p.pieces:
             return p
         p.window_tokens = o.window_tokens or room - max(x.tokens for x in p.pieces)
-        p.windows = [w for s in sources for w in self._windows(s.text, s.id, p.window_tokens)]
+        if o.window_scope == "case" and len(sources) > 1:
+            p.windows = self._case_windows(sources, p.window_tokens)
+        else:
+            p.windows = [w for s in sources for w in self._windows(s.text, s.id, p.window_tokens)]
         if not p.windows:
             raise ValueError("the sources have no sentence to check the response against")
         p.chosen = [list(range(len(p.windows))) for _ in p.pieces]
