@@ -265,9 +265,14 @@ def frame(text: str, rng: random.Random) -> str:
     """The sentence as an answer would open it (both labels get frames, so a frame is no cue)."""
     if rng.random() < 0.5:
         return text
+    return rng.choice(FRAMES) + continued(text)
+
+
+def continued(text: str) -> str:
+    """`text` as the rest of a sentence: lower-cased first letter, unless it starts with a name."""
     first = text.split()[0]
     keep = first in ("I", "Platinum", "Silver", "Bronze") or first in WEEKDAYS
-    return rng.choice(FRAMES) + (text if keep else text[0].lower() + text[1:])
+    return text if keep else text[0].lower() + text[1:]
 
 
 # Stage 5 (v5, CONSISTENCY_DEV.md): what v4's reading of the support calibration split found it could not
@@ -301,10 +306,7 @@ def toggle_negation(text: str, rng: random.Random) -> str | None:
 
 def join_claims(a: str, b: str, rng: random.Random) -> str:
     """Two sentences said as one answer sentence."""
-    glue = rng.choice(JOINS)
-    first = a.rstrip(".")
-    keep = b.split()[0] in WEEKDAYS or b.split()[0] in ("I", "Platinum", "Silver", "Bronze")
-    return first + glue + (b if keep else b[0].lower() + b[1:])
+    return a.rstrip(".") + rng.choice(JOINS) + continued(b)
 
 
 def compound_pairs(n_facts: int, seed: int) -> list[Pair]:

@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from verifybench.cases import Case, Unit, Verdict
+from verifybench.cases import Case, Source, Unit, Verdict
 from verifybench.errors import SuiteError
 from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
@@ -240,10 +240,10 @@ class NLIVerifier(Verifier):
             lambda: pack_windows(text, source_id, sents, counts, budget, o.window_overlap, o.window_sentences,
                                  self.model.count))
 
-    def _case_windows(self, sources: list, budget: int) -> list[Window]:
+    def _case_windows(self, sources: list[Source], budget: int) -> list[Window]:
         """Windows over the case's sources packed as one text (joined by a blank line). A window inside one
         source keeps that source's id and its offsets in it; one that spans sources has their ids joined by
-        "+" and offsets in the joined text."""
+        "+" and offsets in the joined text; `index` counts the case's windows."""
         spans, at = [], 0
         for s in sources:
             spans.append((s.id, at, at + len(s.text)))
