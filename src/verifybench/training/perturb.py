@@ -312,31 +312,31 @@ def insert_detail(text: str, window, pool: dict[str, list[str]], foreign: list[s
     return None
 
 
-def negative(text: str, window, pool: dict[str, list[str]], foreign: list[str], rng: random.Random,
-             kinds: tuple[str, ...] = NEGATIVE_KINDS) -> tuple[str, str] | None:
-    """(kind, claim) with one fact of `text` changed, or None when no perturbation applies."""
+def first_change(text: str, kinds: tuple[str, ...], changes: dict, rng: random.Random) -> tuple[str, str] | None:
+    """(kind, claim) from the first of `kinds`, in a shuffled order, whose change (`changes[kind]()`)
+    alters `text`; None when none does."""
     order = list(kinds)
     rng.shuffle(order)
     for kind in order:
-        if kind == "entity":
-            out = swap_entity(text, window, pool, rng)
-        elif kind == "number":
-            out = swap_number(text, window, rng)
-        elif kind == "date":
-            out = swap_date(text, rng)
-        elif kind == "pronoun":
-            out = swap_pronoun(text, rng)
-        elif kind == "negation":
-            out = negate(text, rng)
-        elif kind == "antonym":
-            out = swap_antonym(text, rng)
-        elif kind == "insertion":
-            out = insert_detail(text, window, pool, foreign, rng)
-        else:
-            out = _sentence_text(rng.choice(foreign)) if foreign else None
+        out = changes[kind]()
         if out and out.strip() != text.strip():
             return kind, out
     return None
+
+
+def negative(text: str, window, pool: dict[str, list[str]], foreign: list[str], rng: random.Random,
+             kinds: tuple[str, ...] = NEGATIVE_KINDS) -> tuple[str, str] | None:
+    """(kind, claim) with one fact of `text` changed, or None when no perturbation applies."""
+    return first_change(text, kinds, {
+        "entity": lambda: swap_entity(text, window, pool, rng),
+        "number": lambda: swap_number(text, window, rng),
+        "date": lambda: swap_date(text, rng),
+        "pronoun": lambda: swap_pronoun(text, rng),
+        "negation": lambda: negate(text, rng),
+        "antonym": lambda: swap_antonym(text, rng),
+        "insertion": lambda: insert_detail(text, window, pool, foreign, rng),
+        "outside": lambda: _sentence_text(rng.choice(foreign)) if foreign else None,
+    }, rng)
 
 
 # ---------- answer style (stage 3): how a short answer says a fact, and the facts answers get wrong ----------
@@ -502,27 +502,14 @@ def add_qualifier(text: str, window, pool: dict[str, list[str]], foreign: list[s
 def answer_negative(text: str, window, pool: dict[str, list[str]], foreign: list[str], rng: random.Random,
                     kinds: tuple[str, ...] = ANSWER_NEGATIVE_KINDS) -> tuple[str, str] | None:
     """(kind, claim) with one fact of an answer-style claim changed, or None when nothing applies."""
-    order = list(kinds)
-    rng.shuffle(order)
-    for kind in order:
-        if kind == "entity":
-            out = swap_entity(text, window, pool, rng)
-        elif kind == "number":
-            out = swap_number(text, window, rng)
-        elif kind == "date":
-            out = swap_date(text, rng)
-        elif kind == "time":
-            out = swap_time(text, rng)
-        elif kind == "duration":
-            out = swap_duration(text, rng)
-        elif kind == "negation":
-            out = negate_answer(text, rng)
-        elif kind == "tier":
-            out = swap_tier(text, rng)
-        elif kind == "noun":
-            out = swap_noun(text, window, rng)
-        else:
-            out = add_qualifier(text, window, pool, foreign, rng)
-        if out and out.strip() != text.strip():
-            return kind, out
-    return None
+    return first_change(text, kinds, {
+        "entity": lambda: swap_entity(text, window, pool, rng),
+        "number": lambda: swap_number(text, window, rng),
+        "date": lambda: swap_date(text, rng),
+        "time": lambda: swap_time(text, rng),
+        "duration": lambda: swap_duration(text, rng),
+        "negation": lambda: negate_answer(text, rng),
+        "tier": lambda: swap_tier(text, rng),
+        "noun": lambda: swap_noun(text, window, rng),
+        "insertion": lambda: add_qualifier(text, window, pool, foreign, rng),
+    }, rng)
