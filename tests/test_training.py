@@ -415,3 +415,33 @@ def test_compound_pairs_contrast_one_fact_and_toggle_negation_in_place():
     assert all(p.claim not in p.premise.split(". ") for p in pairs if p.label == 0)
     kinds = {p.kind for p in pairs}
     assert {"compound/negation-in-place", "compound/foreign"} <= kinds
+
+
+def test_a_continued_design_stops_before_training_when_the_support_suite_is_missing(data_dir, tmp_path, monkeypatch):
+    """The answer-style figures of a design with a base read evals/support.yaml after training; a run from
+    a copy without it would learn that only at the end, so the command checks first and names the file."""
+    from verifybench.training import consistency
+
+    missing = tmp_path / "evals" / "support.yaml"
+    monkeypatch.setattr(consistency, "SUPPORT_SUITE", missing)
+    with pytest.raises(SystemExit, match=f"{missing}: no such suite file"):
+        consistency.main(["--config", "v6", "--base", str(tmp_path), "--out", str(tmp_path / "out"),
+                          "--data-dir", str(data_dir)])
+    assert not (tmp_path / "out").exists()
+
+
+def test_paired_figures_compare_two_models_on_the_cases_both_scored():
+    """`--compare`'s arithmetic: the difference is model - base over the shared case ids, with a paired
+    interval around it; a model equal to its base differs by exactly zero."""
+    from verifybench.training.consistency import paired_figures
+
+    rng = np.random.default_rng(0)
+    y = rng.random(120) < 0.5
+    base = {f"c{i}": (bool(t), float(rng.random())) for i, t in enumerate(y)}
+    better = {k: (t, s + (0.6 if t else 0.0)) for k, (t, s) in base.items() if k != "c0"}  # one case not scored
+    got = paired_figures({"set": base}, {"set": better})["set"]
+    assert got["n"] == 119 and got["model"] > got["base"]
+    assert got["diff"] == pytest.approx(got["model"] - got["base"], abs=2e-4)
+    assert got["ci95"][0] > 0 and got["ci95"][0] <= got["diff"] <= got["ci95"][1] and got["p_value"] < 0.01
+    same = paired_figures({"set": base}, {"set": base})["set"]
+    assert same["diff"] == 0 and same["ci95"] == [0.0, 0.0]

@@ -440,6 +440,14 @@ class Guard:
             return cheap.note
         return None
 
+    def _skips(self, i: int, phase: list[_Check], results: list[CheckResult]) -> bool:
+        """(cascade, before the second phase) Whether the phase is skipped; if so its checks are added
+        to `results` as skipped, with the reason."""
+        why = self._cascade_skip(results[0]) if i and self.spec.combination == "cascade" else None
+        if why:
+            results += [CheckResult(verifier=c.id, skipped=why) for c in phase]
+        return why is not None
+
     def _effective(self, r: CheckResult) -> bool:
         if r.error is not None:
             return self.spec.on_error == "flag"
@@ -535,11 +543,8 @@ class Guard:
         key = self._slice_key(case)
         results: list[CheckResult] = []
         for i, phase in enumerate(self._plans()):
-            if i and self.spec.combination == "cascade":
-                why = self._cascade_skip(results[0])
-                if why:
-                    results += [CheckResult(verifier=c.id, skipped=why) for c in phase]
-                    break
+            if self._skips(i, phase, results):
+                break
             got = self._phase_sync(phase, case, deadline)
             results += [self._result(c, key, got[c.id]) for c in phase]
         return self._decide(case, results, request_id, t0)
@@ -550,11 +555,8 @@ class Guard:
         key = self._slice_key(case)
         results: list[CheckResult] = []
         for i, phase in enumerate(self._plans()):
-            if i and self.spec.combination == "cascade":
-                why = self._cascade_skip(results[0])
-                if why:
-                    results += [CheckResult(verifier=c.id, skipped=why) for c in phase]
-                    break
+            if self._skips(i, phase, results):
+                break
             got = await self._phase_async(phase, case, deadline)
             results += [self._result(c, key, got[c.id]) for c in phase]
         return self._decide(case, results, request_id, t0)

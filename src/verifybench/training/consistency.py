@@ -34,6 +34,7 @@ from verifybench.training.pairs import (
     DEV_DOMAINS,
     DEV_FRACTION,
     DEV_SEED,
+    SUPPORT_SUITE,
     DataMix,
     Pair,
     Windower,
@@ -143,6 +144,13 @@ CONFIGS: dict[str, TrainConfig] = {
                               halueval_dialogue_rows=200, attributionbench_dev=100, qa_synthetic_windows=600,
                               halueval_qa_rows=200, policy_facts=1500, compound_facts=2500, seed=5),
                       budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
+                      sampler="sequential", base="v4", spec=WindowSpec(budget=96, top_k=2)),
+    # v6 (stage 6, CONSISTENCY_DEV.md): v5's mix with the summarization replay at v3's size (v5 forgot
+    # HaluEval summarization with half of v4's) and a lower learning rate, again from v4.
+    "v6": TrainConfig(DataMix(synthetic_windows=900, synthetic_attribution_windows=100, halueval_summary_rows=60,
+                              halueval_dialogue_rows=200, attributionbench_dev=100, qa_synthetic_windows=600,
+                              halueval_qa_rows=200, policy_facts=1500, compound_facts=2500, seed=6),
+                      budget=96, max_length=144, learning_rate=4e-5, warmup_ratio=0.06, bf16=True,
                       sampler="sequential", base="v4", spec=WindowSpec(budget=96, top_k=2)),
 }
 
@@ -358,8 +366,9 @@ def dev_selection(data: Path, summedits_cap: int | None = None, halueval_rows_ca
 
 def evaluate(model, tok, cfg: TrainConfig, data: Path, summedits_cap: int | None = None,
              halueval_rows_cap: int | None = None, spec: WindowSpec | None = None,
-             variants: dict[str, WindowSpec] | None = None) -> dict:
-    """Development figures per set, scored with the inference windowing (`windows.score_pairs`)."""
+             variants: dict[str, WindowSpec] | None = None, keep: dict | None = None) -> dict:
+    """Development figures per set, scored with the inference windowing (`windows.score_pairs`);
+    `keep` (when given) receives each set's {case id: (label, score)}."""
     spec = spec or cfg.spec
     count = tokenizer_counter(tok)
     entail = entail_fn(model, tok, cfg.max_length)
@@ -371,6 +380,8 @@ def evaluate(model, tok, cfg: TrainConfig, data: Path, summedits_cap: int | None
         scores = score_pairs(premises, responses, entail, spec, count, embed)
         wall = time.perf_counter() - started
         out[name] = {**figures(cases, scores), "ms_per_case": round(1000 * wall / len(cases), 1)}
+        if keep is not None:
+            keep[name] = case_scores(cases, scores)
         # Inference variants on the same model (the pair scores are memoised, so a variant costs only
         # the pairs it adds): the windowing probes of CONSISTENCY_DEV.md.
         for vname, vspec in (variants or {}).items():
@@ -521,6 +532,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="print the answer-style development figures (stage 3) of a written model; writes nothing")
     ap.add_argument("--evaluate-only", default=None, metavar="DIR",
                     help="re-score a written model (as stored: fp16 weights) on the dev sets and update its card")
+    ap.add_argument("--compare", nargs=2, default=None, metavar=("BASE_DIR", "DIR"),
+                    help="per development set, DIR's AUROC against BASE_DIR's with a paired bootstrap interval "
+                         "of the difference; writes nothing")
     ap.add_argument("--baselines", action="store_true", help="print ROUGE-1's figures on the same dev cases")
     ap.add_argument("--variants", action="store_true", help="also score the inference variants (top-1, top-3, mean)")
     ap.add_argument("--held-out", nargs="+", default=None, metavar="RUN_DIR",
@@ -543,11 +557,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.answer_dev:
         print(json.dumps(answer_dev(Path(args.answer_dev), data, args.halueval_dev_rows), indent=2))
         return
+    if args.compare:
+        print(json.dumps(compare(Path(args.compare[0]), Path(args.compare[1]), data, args.summedits_cap,
+                                 args.halueval_dev_rows), indent=2))
+        return
     if args.evaluate_only:
         reevaluate(Path(args.evaluate_only), data, args.summedits_cap, args.halueval_dev_rows, args.variants,
                    write=not args.probe)
         return
     cfg = CONFIGS[args.config]
+    if cfg.base and not SUPPORT_SUITE.is_file():
+        # Checked before training: the answer-style figures of a continued design read this suite.
+        raise SystemExit(f"{SUPPORT_SUITE}: no such suite file (the support set's answer-style development "
+                         "figures need it; run from a checkout of the repository)")
     tok = AutoTokenizer.from_pretrained(base_path())
     init, base_minutes = args.base, None
     with tempfile.TemporaryDirectory() as work:
@@ -611,9 +633,18 @@ def build_and_train(cfg: TrainConfig, data: Path, tok, work: Path, max_minutes: 
     return model, pairs, info, kinds, minutes
 
 
-def answer_dev(model_dir: Path, data: Path, rows_cap: int | None = 100, batch: int = 32) -> dict:
+def case_scores(cases, scores) -> dict[str, tuple[bool, float]]:
+    out = {c.id: (bool(c.label), float(x)) for c, x in zip(cases, scores)}
+    if len(out) != len(cases):
+        raise ValueError("case ids repeat within a development set")
+    return out
+
+
+def answer_dev(model_dir: Path, data: Path, rows_cap: int | None = 100, batch: int = 32,
+               keep: dict | None = None) -> dict:
     """Stage 3's answer-style development figures of the model folder `model_dir`, scored by the `nli`
-    verifier with its defaults (the folder's verifybench.json, check-worthiness on), as a suite runs it."""
+    verifier with its defaults (the folder's verifybench.json, check-worthiness on), as a suite runs it;
+    `keep` as in `evaluate` (the cases without an error)."""
     from verifybench.training.pairs import answer_dev_cases
     from verifybench.verifiers.nli.verifier import NLIVerifier
 
@@ -628,6 +659,40 @@ def answer_dev(model_dir: Path, data: Path, rows_cap: int | None = 100, batch: i
         scores = np.array([vd.score for vd, k in zip(verdicts, ok) if k])
         out[name] = {**figures(scored, scores), "errors": len(cases) - len(scored),
                      "ms_per_case": round(1000 * wall / len(cases), 1), "scored_by": "the nli verifier"}
+        if keep is not None:
+            keep[name] = case_scores(scored, scores)
+    return out
+
+
+def compare(base_dir: Path, model_dir: Path, data: Path, summedits_cap: int | None,
+            halueval_rows: int | None) -> dict:
+    """Per development set, the AUROC of `model_dir` against `base_dir` on the same cases, with a paired
+    bootstrap of the difference (the gate's `paired_bootstrap`): how much of a change between two
+    trained models is more than the sets' sampling error."""
+    kept: list[dict] = []
+    for d in (base_dir, model_dir):
+        model, tok, cfg, _ = load_written(d)
+        k: dict = {}
+        evaluate(model, tok, cfg, data, summedits_cap, halueval_rows, keep=k)
+        answer_dev(d, data, halueval_rows, keep=k)
+        kept.append(k)
+    return paired_figures(kept[0], kept[1])
+
+
+def paired_figures(base: dict, model: dict) -> dict:
+    """Per set of `base` ({set: {case id: (label, score)}}), AUROC of `model` and of `base` over the
+    cases both scored, the difference (model - base) and its paired bootstrap interval."""
+    from verifybench.metrics.bootstrap import paired_bootstrap
+
+    out = {}
+    for name, b_scores in base.items():
+        ids = [i for i in b_scores if i in model.get(name, {})]
+        y = [b_scores[i][0] for i in ids]
+        r = paired_bootstrap(y, [model[name][i][1] for i in ids], [b_scores[i][1] for i in ids],
+                             metrics=("auroc",))["auroc"]
+        out[name] = {"n": len(ids), "base": round(r["b"], 4), "model": round(r["a"], 4),
+                     "diff": round(r["diff"], 4), "ci95": [round(x, 4) for x in r["ci"]],
+                     "p_value": round(r["p_value"], 4)}
     return out
 
 
@@ -643,17 +708,23 @@ def rewrite_card(model_dir: Path, card: dict) -> None:
     (model_dir / "README.md").write_text(render_card(card), encoding="utf-8")
 
 
-def reevaluate(model_dir: Path, data: Path, summedits_cap: int | None, halueval_rows: int | None,
-               variants: bool = False, write: bool = True) -> dict:
-    """Dev figures of the model stored in `model_dir` (loaded as a user would: fp16 weights upcast to
-    fp32), written into its card.json and README.md; the weights and their hashes are untouched."""
+def load_written(model_dir: Path):
+    """(model, tokenizer, its TrainConfig, its card) of a written model folder, loaded as a user would:
+    the fp16 weights upcast to fp32."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     card = json.loads((model_dir / "card.json").read_text(encoding="utf-8"))
     cfg_d = dict(card["config"])
     cfg = TrainConfig(mix=DataMix(**cfg_d.pop("mix")), spec=WindowSpec(**cfg_d.pop("spec")), **cfg_d)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype="float32").eval()
-    tok = AutoTokenizer.from_pretrained(model_dir)
+    return model, AutoTokenizer.from_pretrained(model_dir), cfg, card
+
+
+def reevaluate(model_dir: Path, data: Path, summedits_cap: int | None, halueval_rows: int | None,
+               variants: bool = False, write: bool = True) -> dict:
+    """Dev figures of the model stored in `model_dir` (loaded as a user would: fp16 weights upcast to
+    fp32), written into its card.json and README.md; the weights and their hashes are untouched."""
+    model, tok, cfg, card = load_written(model_dir)
     dev = evaluate(model, tok, cfg, data, summedits_cap, halueval_rows, variants=VARIANTS if variants else None)
     print(json.dumps(dev, indent=2))
     if not write:

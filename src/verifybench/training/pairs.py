@@ -127,6 +127,10 @@ def dev_cases(data: Path, halueval_rows_cap: int | None = None) -> dict[str, lis
     return out
 
 
+# The support set's suite, in the checkout this module runs from (the training command is a checkout's tool).
+SUPPORT_SUITE = Path(__file__).resolve().parents[3] / "evals" / "support.yaml"
+
+
 def answer_dev_cases(data: Path, rows_cap: int | None = None) -> dict[str, list[Case]]:
     """Stage 3's answer-style development sets: the support set's calibration split (the repository's
     datasets/support, through evals/support.yaml's field mapping) and the development slices of HaluEval
@@ -135,7 +139,7 @@ def answer_dev_cases(data: Path, rows_cap: int | None = None) -> dict[str, list[
     from verifybench.loaders import iter_cases
     from verifybench.suite import load_suite
 
-    suite = load_suite(Path(__file__).resolve().parents[3] / "evals" / "support.yaml", data_dir=data)
+    suite = load_suite(SUPPORT_SUITE, data_dir=data)
     out = {"support-calibration": [c for c in iter_cases(suite.dataset) if c.split == "calibration"]}
     for task in ("qa", "dialogue"):
         cases = [c for c in _cases(halueval(data / "halueval" / f"{task}_data.json", holdout="train"))
