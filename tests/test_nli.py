@@ -494,3 +494,21 @@ def test_window_scope_case_packs_short_chunks_together_and_says_which_sources_a_
         assert all(w.tokens <= 40 for w in wins)
         verdict = v.verify([kase])[0]
         assert verdict.ok and verdict.detail["windows"] == len(wins)
+
+
+def test_source_wording_scores_each_unit_in_the_sources_words_and_keeps_the_response_text(nli_model):
+    """`source_wording: true`: the model reads "half an hour" as the sources' "30 minutes" (the
+    verdict's `scored_text` says so); a quantity the sources do not state is read as written, the
+    unit's text and offsets stay the response's, and the default reads the response as written."""
+    src = "Chat replies arrive within 30 minutes. Support is open until 6:00 pm CET."
+    kase = case("Replies come within half an hour. We close at 5 pm CET.", src)
+    on = build("nli", model=nli_model, cache_dir=None, source_wording=True).verify([kase])[0]
+    off = build("nli", model=nli_model, cache_dir=None).verify([kase])[0]
+    assert on.ok and off.ok
+    first, second = on.units
+    assert first.text == "Replies come within half an hour." == kase.response[first.start:first.end]
+    assert first.detail["scored_text"] == "Replies come within 30 minutes."
+    assert "scored_text" not in second.detail  # 5 pm is not a time the sources state
+    assert all("scored_text" not in u.detail for u in off.units)
+    assert [u.text for u in on.units] == [u.text for u in off.units]
+    assert second.score == pytest.approx(off.units[1].score)

@@ -42,6 +42,7 @@ from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import claims, sentences
+from verifybench.verifiers.anchors.wording import in_source_wording
 from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
@@ -116,6 +117,10 @@ class NLIOptions(BaseModel):
     checkworthy: bool = Field(True, description="(summac) skip units that state nothing checkable (greetings, "
                               "thanks, offers of help, 'let me check', questions back to the customer); they "
                               "stay in the verdict as skipped units")
+    source_wording: bool = Field(False, description="(English) score each unit with its times, durations and "
+                                 "number words in the sources' words when they mean the same ('half an hour' "
+                                 "as '30 minutes', '6 pm CET' as '18:00 CET') and its contractions spelled out; "
+                                 "a quantity no source states stays as written")
     window_tokens: int | None = Field(None, ge=8, description="premise window budget in tokens; default: what "
                                       "max_length leaves after the case's longest hypothesis unit")
     window_sentences: int | None = Field(None, ge=1, description="at most this many sentences per window")
@@ -302,6 +307,9 @@ class NLIVerifier(Verifier):
             spans = self._worthy(p, spans)
             if not spans:
                 return p
+        if o.source_wording and lang == "en" and spans:
+            joined = "\n\n".join(s.text for s in sources)
+            spans = [(in_source_wording(t, joined), a, b) for t, a, b in spans]
         if o.window_tokens is not None:
             hyp_budget = room - o.window_tokens
             if hyp_budget < 8:
