@@ -11,7 +11,7 @@ states is left as written, so a changed fact stays a changed fact. English only.
 
 Contractions stay as written: spelling "can't" out, as "can not" or as the sources' "cannot", moved
 the packaged model's scores both ways at random and cost AUROC on the support calibration split
-(docs/detectors.md).
+(docs/measured.md).
 """
 
 from __future__ import annotations
@@ -73,4 +73,3 @@ def in_source_wording(claim: str, sources_text: str) -> str:
         last = b
     out.append(claim[last:])
     return "".join(out)
-

@@ -119,8 +119,8 @@ class NLIOptions(BaseModel):
                               "stay in the verdict as skipped units")
     source_wording: bool = Field(False, description="(English) score each unit with its times, durations and "
                                  "number words in the sources' words when they mean the same ('half an hour' "
-                                 "as '30 minutes', '6 pm CET' as '18:00 CET') and its contractions spelled out; "
-                                 "a quantity no source states stays as written")
+                                 "as '30 minutes', '18:00 CET' as '6:00 pm CET'); a quantity no source states "
+                                 "stays as written; the unit's scored_text shows what the model read")
     window_tokens: int | None = Field(None, ge=8, description="premise window budget in tokens; default: what "
                                       "max_length leaves after the case's longest hypothesis unit")
     window_sentences: int | None = Field(None, ge=1, description="at most this many sentences per window")
@@ -308,7 +308,7 @@ class NLIVerifier(Verifier):
             if not spans:
                 return p
         if o.source_wording and lang == "en" and spans:
-            joined = "\n\n".join(s.text for s in sources)
+            joined = SOURCE_JOIN.join(s.text for s in sources)
             spans = [(in_source_wording(t, joined), a, b) for t, a, b in spans]
         if o.window_tokens is not None:
             hyp_budget = room - o.window_tokens
