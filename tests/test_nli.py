@@ -203,6 +203,8 @@ def test_unloadable_models_and_bad_options_are_suite_errors(tmp_path):
         build("nli", model="vectara/hallucination_evaluation_model", trust_remote_code=True)
     with pytest.raises(SuiteError, match="pair_template must contain"):
         build("nli", model=str(tmp_path), pair_template="{premise}")
+    with pytest.raises(SuiteError, match="source_wording rewords units: aggregate summac or minicheck"):
+        build("nli", model=str(tmp_path), aggregate="pair", source_wording=True)
 
 
 def test_pairs_are_cached_by_model_and_texts(nli_model, tmp_path):

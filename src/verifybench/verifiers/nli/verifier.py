@@ -145,6 +145,9 @@ class NLIOptions(BaseModel):
             raise ValueError("pair_template must contain {premise} and {hypothesis}")
         if self.top_k_windows is not None and self.aggregate == "pair":
             raise ValueError("top_k_windows needs windows: aggregate summac or minicheck")
+        if self.source_wording and self.aggregate == "pair":
+            # pair reads the response whole, as written: rewording it would be a silent no-op here
+            raise ValueError("source_wording rewords units: aggregate summac or minicheck")
         return self
 
 
