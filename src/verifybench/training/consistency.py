@@ -152,8 +152,9 @@ CONFIGS: dict[str, TrainConfig] = {
                               halueval_qa_rows=200, policy_facts=1500, compound_facts=2500, seed=6),
                       budget=96, max_length=144, learning_rate=4e-5, warmup_ratio=0.06, bf16=True,
                       sampler="sequential", base="v4", spec=WindowSpec(budget=96, top_k=2)),
-    # v7 (stage 7, CONSISTENCY_DEV.md): v5 with the summarization replay at v4's own size (v5's smaller
-    # replay forgot HaluEval summarization, v6's larger one SummEdits news), again from v4.
+    # v7 (stage 7, CONSISTENCY_DEV.md probe 20; tried, not shipped: HaluEval summarization 0.558): v5 with the
+    # summarization replay at v4's own size (v5's smaller replay forgot HaluEval summarization, v6's larger
+    # one SummEdits news), again from v4.
     "v7": TrainConfig(DataMix(synthetic_windows=600, synthetic_attribution_windows=100, halueval_summary_rows=30,
                               halueval_dialogue_rows=200, attributionbench_dev=100, qa_synthetic_windows=600,
                               halueval_qa_rows=200, policy_facts=1500, compound_facts=2500, seed=7),
