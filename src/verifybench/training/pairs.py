@@ -82,6 +82,8 @@ class DataMix:
     policy_facts: int = 0
     # Stage 5 (v5): chunks of `policy`'s grammar with two-fact claims, in-place negation and foreign facts.
     compound_facts: int = 0
+    # Stage 8 (v8): chunks with two rules of one kind on sibling subjects, one subject given the other's rule.
+    binding_facts: int = 0
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -310,6 +312,10 @@ def build_pairs(data: Path, mix: DataMix, windower: Windower, progress: Callable
         from verifybench.training.policy import compound_pairs
 
         pairs += compound_pairs(mix.compound_facts, mix.seed + 1)
+    if mix.binding_facts:
+        from verifybench.training.policy import binding_pairs
+
+        pairs += binding_pairs(mix.binding_facts, mix.seed + 2)
     rng.shuffle(pairs)
     return curriculum_order(pairs, mix.real_in_hard, random.Random(mix.seed + 1)) if mix.curriculum else pairs
 

@@ -367,3 +367,67 @@ def compound_pairs(n_facts: int, seed: int) -> list[Pair]:
         out.append(Pair(premise, pos, 1, "compound/faithful", key, group))
         out.append(Pair(premise, neg, 0, f"compound/{kind}", key, group))
     return out
+
+
+# Stage 8 (v8, CONSISTENCY_DEV.md): the two error kinds no continuation and no inference option reached on
+# the support calibration split, swapped entities and dropped negations, are both a binding error: every
+# word of the wrong claim is in the chunk, but said of the other subject. Here a chunk holds two rules of
+# one kind on sibling subjects (two groups, or two weekdays) that differ in what they state, and the
+# unfaithful claim gives one subject the other's rule; in about 40% of chunks the two differ in polarity,
+# so the crossed claim is also a negation dropped or added.
+def _sibling(dom: dict, kind: str, a: Fact, rng: random.Random) -> Fact:
+    """A second fact of `kind` on a sibling subject of `a` that states something else."""
+    b = random_fact(dom, rng)
+    if kind == "hours":
+        b = Fact(**{**b.__dict__, "day": rng.choice([d for d in WEEKDAYS if d != a.day])})
+    else:
+        sibs = next(gs for gs in dom["groups"] if a.group in gs)
+        b = Fact(**{**b.__dict__, "group": rng.choice([x for x in sibs if x != a.group]), "item": a.item})
+    b = Fact(**{**b.__dict__, "neg": (not a.neg) if rng.random() < 0.4 else a.neg})
+    if a.neg and b.neg:  # two "cannot at all" rules differ only by subject: nothing to cross
+        b = Fact(**{**b.__dict__, "neg": False})
+    return b
+
+
+def crossed(kind: str, a: Fact, b: Fact) -> Fact:
+    """`a`'s subject with `b`'s rule."""
+    if kind == "hours":
+        return Fact(**{**b.__dict__, "day": a.day})
+    return Fact(**{**b.__dict__, "group": a.group, "item": a.item})
+
+
+def binding_pairs(n_facts: int, seed: int) -> list[Pair]:
+    """For each of `n_facts` chunks (two rules of one kind on sibling subjects, and one to three other
+    rules): a faithful claim of one of the two, and the same subject given the sibling's rule, each in
+    the source's words or said another way (60%), framed, and in 30% joined with a third fact of the chunk."""
+    rng = random.Random(seed)
+    out: list[Pair] = []
+    names = sorted(DOMAINS)
+    for i in range(n_facts):
+        dom = DOMAINS[rng.choice(names)]
+        kind = rng.choice(KINDS)
+        a = random_fact(dom, rng)
+        b = _sibling(dom, kind, a, rng)
+        facts = [(kind, a), (kind, b)]
+        for _ in range(rng.randint(1, 3)):
+            k, f = rng.choice(KINDS), random_fact(dom, rng)
+            if all(k != k2 or subject(k, f) != subject(k2, f2) for k2, f2 in facts):
+                facts.append((k, f))
+        chunk = [sentence(k, dom, f, False, rng) for k, f in facts]
+        rng.shuffle(chunk)
+        premise = " ".join(chunk)
+        key = group = f"binding:{seed}:{i}"
+        other = rng.random() < 0.6
+        pos = sentence(kind, dom, a, other, rng)
+        neg = sentence(kind, dom, crossed(kind, a, b), other, rng)
+        if len(facts) > 2 and rng.random() < 0.3:
+            k3, f3 = facts[rng.randrange(2, len(facts))]
+            third = sentence(k3, dom, f3, rng.random() < 0.6, rng)
+            pos, neg = join_claims(pos, third, rng), join_claims(neg, third, rng)
+        pos, neg = frame(pos, rng), frame(neg, rng)
+        if neg == pos or neg in chunk:
+            continue
+        polarity = "-polarity" if a.neg != b.neg else ""
+        out.append(Pair(premise, pos, 1, "binding/faithful", key, group))
+        out.append(Pair(premise, neg, 0, f"binding/crossed-{'day' if kind == 'hours' else 'group'}{polarity}", key, group))
+    return out
