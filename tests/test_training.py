@@ -417,6 +417,33 @@ def test_compound_pairs_contrast_one_fact_and_toggle_negation_in_place():
     assert {"compound/negation-in-place", "compound/foreign"} <= kinds
 
 
+def test_binding_pairs_give_one_subject_the_sibling_subjects_rule():
+    """v8's data (stage 8): the chunk states both siblings' rules; the unfaithful claim is one subject with
+    the other's rule, so every fact it states is in the chunk, bound to the wrong subject."""
+    import random
+
+    from verifybench.training.policy import DOMAINS, Fact, binding_pairs, crossed, sentence
+
+    dom, rng = DOMAINS["library"], random.Random(0)
+    a = Fact("adult cardholders", 5, "books", (14, "day"), (6, 0, "pm"), "Monday", False)
+    b = Fact("junior cardholders", 2, "magazines", (3, "day"), (4, 0, "pm"), "Friday", True)
+    assert sentence("limit", dom, crossed("limit", a, b), False, rng) == "Adult cardholders cannot borrow any books."
+    assert crossed("hours", a, b).day == "Monday" and crossed("hours", a, b).neg
+    pairs = binding_pairs(300, seed=2)
+    by_group: dict = {}
+    for p in pairs:
+        by_group.setdefault(p.group, []).append(p)
+    assert len(by_group) > 250 and all(sorted(q.label for q in g) == [0, 1] for g in by_group.values())
+    assert all(p.claim not in p.premise.split(". ") for p in pairs if p.label == 0)
+    kinds = {p.kind for p in pairs if p.label == 0}
+    assert kinds == {"binding/crossed-group", "binding/crossed-group-polarity", "binding/crossed-day",
+                     "binding/crossed-day-polarity"}
+    # a contrast pair: one premise, two different claims
+    for g in by_group.values():
+        pos, neg = sorted(g, key=lambda q: -q.label)
+        assert pos.premise == neg.premise and pos.claim != neg.claim
+
+
 def test_a_continued_design_stops_before_training_when_the_support_suite_is_missing(data_dir, tmp_path, monkeypatch):
     """The answer-style figures of a design with a base read evals/support.yaml after training; a run from
     a copy without it would learn that only at the end, so the command checks first and names the file."""
