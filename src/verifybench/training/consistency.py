@@ -160,8 +160,9 @@ CONFIGS: dict[str, TrainConfig] = {
                               halueval_qa_rows=200, policy_facts=1500, compound_facts=2500, seed=7),
                       budget=96, max_length=144, learning_rate=5e-5, warmup_ratio=0.06, bf16=True,
                       sampler="sequential", base="v4", spec=WindowSpec(budget=96, top_k=2)),
-    # v8 (stage 8, CONSISTENCY_DEV.md): against the binding errors (swapped entities, dropped negations) that
-    # v7 and the nli options left: policy.binding_pairs, the compound chunks halved, v6's summarization replay.
+    # v8 (stage 8, CONSISTENCY_DEV.md probe 21; tried, not shipped: support calibration 0.649, 0.720 with the
+    # options): against the binding errors (swapped entities, dropped negations) that v7 and the nli options
+    # left: policy.binding_pairs, the compound chunks halved, v6's summarization replay.
     "v8": TrainConfig(DataMix(synthetic_windows=900, synthetic_attribution_windows=100, halueval_summary_rows=60,
                               halueval_dialogue_rows=200, attributionbench_dev=100, qa_synthetic_windows=600,
                               halueval_qa_rows=200, policy_facts=1500, compound_facts=1250, binding_facts=2000,
