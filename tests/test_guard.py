@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -79,7 +80,8 @@ def test_the_policy_records_each_verifiers_options_hash_and_native_thresholds(fi
     hashes = {v["id"]: v["config_hash"] for v in manifest["verifiers"]}
     assert {k: v["config_hash"] for k, v in doc["verifiers"].items()} == hashes
     assert doc["verifiers"]["sentences"]["name"] == SENTENCES
-    assert doc["run"] == str(fitted["run"].run_dir.resolve())
+    # the run, relative to the policy's folder: no absolute path of this machine in the file
+    assert doc["run"] == "run" and (fitted["policy"].parent / doc["run"]).resolve() == fitted["run"].run_dir.resolve()
     t = doc["thresholds"]["rouge"]["all"]["threshold"]
     assert doc["thresholds"]["rouge"]["all"]["native"] == f"rouge1 precision <= {1 - t:.4g}"
 
@@ -268,6 +270,23 @@ def test_cascade_takes_its_bounds_from_the_calibration_split(fitted, tmp_path):
         assert cal[cal["score"] >= high]["label"].mean() >= 0.95
     if low is not None:
         assert (~cal[cal["score"] <= low]["label"].astype(bool)).mean() >= 0.95
+
+
+def test_a_policy_moved_with_its_run_keeps_its_cascade(fitted, tmp_path):
+    """The policy names its run relative to itself: the two copied elsewhere together (a deploy, a commit)
+    give the same cascade bounds; the policy copied alone is refused with the path it looked for."""
+    with Guard(fitted["policy"], log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
+        want = g.bounds
+    moved = tmp_path / "moved"
+    shutil.copytree(fitted["run"].run_dir, moved / "run")
+    shutil.copy(fitted["policy"], moved / "policy.yaml")
+    with Guard(moved / "policy.yaml", log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
+        assert g.bounds == want
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(fitted["policy"], alone / "policy.yaml")
+    with pytest.raises(GuardError, match=f"its run {alone / 'run'} is not here"):
+        Guard(alone / "policy.yaml", log_dir=False, checks=["rouge", "sentences"], combination="cascade")
 
 
 def test_a_cascade_without_its_run_is_refused(fitted, tmp_path):

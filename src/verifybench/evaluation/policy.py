@@ -4,6 +4,7 @@ back with `verifybench run --policy` (or to a CI gate)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,13 @@ def native_threshold(config: dict[str, Any], threshold: float) -> str:
 
 
 def save_policy(policy: dict[str, Any], path: str | Path) -> Path:
+    """Write `policy` as YAML at `path`; its `run` is written relative to the file's folder, so a policy
+    and its run moved or committed together (a cascade reads the run) still find each other, and the
+    file does not carry the machine's absolute paths."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if policy.get("run") and Path(policy["run"]).is_absolute():
+        policy = {**policy, "run": Path(os.path.relpath(policy["run"], path.parent.resolve())).as_posix()}
     from verifybench.safeio import write_text_atomic
 
     write_text_atomic(path, yaml.safe_dump(policy, sort_keys=False, allow_unicode=True))

@@ -32,6 +32,8 @@ def cascade_bounds(policy: dict[str, Any], policy_path: Path, cheap: str, confid
                    ) -> tuple[float | None, float | None]:
     """(low, high) for the cheap check `cheap`: allow at or below low, flag at or above high."""
     run = policy.get("run")
+    if run and not Path(run).is_absolute():  # save_policy writes it relative to the policy file
+        run = str(policy_path.parent / run)
     if not run or not (Path(run) / MANIFEST).exists():
         raise GuardError(
             f"{policy_path}: a cascade's confident regions come from the calibration split of the run the policy "
