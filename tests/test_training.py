@@ -395,6 +395,17 @@ def test_held_out_figures_go_into_the_card_as_the_run_reported_them(root, tmp_pa
     assert card["files"]["model.safetensors"] in readme
 
 
+def _contrast_groups(pairs: list) -> dict:
+    """The pairs by chunk, each chunk checked to be one faithful and one unfaithful claim, the unfaithful
+    one never a sentence of its chunk."""
+    by_group: dict = {}
+    for p in pairs:
+        by_group.setdefault(p.group, []).append(p)
+    assert all(sorted(q.label for q in g) == [0, 1] for g in by_group.values())
+    assert all(p.claim not in p.premise.split(". ") for p in pairs if p.label == 0)
+    return by_group
+
+
 def test_compound_pairs_contrast_one_fact_and_toggle_negation_in_place():
     """v5's data (stage 5): a faithful claim and an unfaithful one per chunk; a negation toggled in place
     changes only the negation."""
@@ -408,11 +419,7 @@ def test_compound_pairs_contrast_one_fact_and_toggle_negation_in_place():
         "Seniors cannot book a lane within 2 days.", "Seniors can't book a lane within 2 days.")
     assert toggle_negation("The pool is lovely.", rng) is None
     pairs = compound_pairs(200, seed=1)
-    by_group: dict = {}
-    for p in pairs:
-        by_group.setdefault(p.group, []).append(p)
-    assert len(by_group) > 150 and all(sorted(q.label for q in g) == [0, 1] for g in by_group.values())
-    assert all(p.claim not in p.premise.split(". ") for p in pairs if p.label == 0)
+    assert len(_contrast_groups(pairs)) > 150
     kinds = {p.kind for p in pairs}
     assert {"compound/negation-in-place", "compound/foreign"} <= kinds
 
@@ -430,11 +437,8 @@ def test_binding_pairs_give_one_subject_the_sibling_subjects_rule():
     assert sentence("limit", dom, crossed("limit", a, b), False, rng) == "Adult cardholders cannot borrow any books."
     assert crossed("hours", a, b).day == "Monday" and crossed("hours", a, b).neg
     pairs = binding_pairs(300, seed=2)
-    by_group: dict = {}
-    for p in pairs:
-        by_group.setdefault(p.group, []).append(p)
-    assert len(by_group) > 250 and all(sorted(q.label for q in g) == [0, 1] for g in by_group.values())
-    assert all(p.claim not in p.premise.split(". ") for p in pairs if p.label == 0)
+    by_group = _contrast_groups(pairs)
+    assert len(by_group) > 250
     kinds = {p.kind for p in pairs if p.label == 0}
     assert kinds == {"binding/crossed-group", "binding/crossed-group-polarity", "binding/crossed-day",
                      "binding/crossed-day-polarity"}
