@@ -151,7 +151,10 @@ def save_policy(policy: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if policy.get("run") and Path(policy["run"]).is_absolute():
-        policy = {**policy, "run": Path(os.path.relpath(policy["run"], path.parent.resolve())).as_posix()}
+        try:
+            policy = {**policy, "run": Path(os.path.relpath(policy["run"], path.parent.resolve())).as_posix()}
+        except ValueError:  # another drive (Windows): no relative path exists, the absolute one stays
+            pass
     from verifybench.safeio import write_text_atomic
 
     write_text_atomic(path, yaml.safe_dump(policy, sort_keys=False, allow_unicode=True))
