@@ -193,7 +193,8 @@ class PairModel:
     def load_weights(self) -> None:
         if self._model is not None or self._ce is not None or self._onnx is not None:
             return
-        kw = {"trust_remote_code": self.trust_remote_code, "revision": self.revision}
+        # Any: transformers 5.25 types each from_pretrained keyword apart, so a mixed dict matches none
+        kw: dict[str, Any] = {"trust_remote_code": self.trust_remote_code, "revision": self.revision}
         if self.runtime == "onnx":
             self._load_onnx(kw)
             return
