@@ -537,6 +537,43 @@ def test_run_out_refuses_a_folder_of_other_files_and_never_writes_through_a_link
     assert not (tmp_path / "run/report.html").is_symlink()
 
 
+def test_run_out_never_takes_a_users_files_named_like_a_runs_for_a_run(tmp_path, monkeypatch):
+    """A folder is a run directory only when the run's own manifest or marker says so: the user's own
+    cases.jsonl and metrics.json (or a manifest.json of something else) are refused, never overwritten."""
+    from verifybench.errors import VerifybenchError
+
+    suite = suite_file(tmp_path, write(tmp_path / "d.jsonl", jsonl_text(rows(12))))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    theirs = {"cases.jsonl": '{"q": "my own dataset"}\n', "metrics.json": '{"my": "results"}'}
+    for name, text in theirs.items():
+        write(mine / name, text)
+    said = r"mine is not empty and not a run directory \(cases\.jsonl, metrics\.json\)"
+    with pytest.raises(VerifybenchError, match=said):
+        api.run(suite, out=mine, progress=False)
+    with pytest.raises(VerifybenchError, match=said):
+        api.run(cases=rows(), verifiers=["rouge"], out=mine, progress=False)
+    write(mine / "manifest.json", '{"name": "my web app", "icons": []}')  # a manifest, not a run's
+    with pytest.raises(VerifybenchError, match=r"not a run directory \(cases\.jsonl, manifest\.json, metrics"):
+        api.run(suite, out=mine, progress=False)
+    assert {p.name: p.read_text() for p in mine.iterdir()} == {**theirs, "manifest.json": '{"name": "my web app", "icons": []}'}
+    # A run killed before its manifest was written (cases given in Python: their copy is already there) is
+    # still its own run directory: the same --out starts it again.
+    import verifybench.pipeline.runner as runner
+
+    def killed(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "dataset_hash", killed)
+    with pytest.raises(KeyboardInterrupt):
+        api.run(cases=rows(), verifiers=["rouge"], out=tmp_path / "early", progress=False)
+    assert not (tmp_path / "early/manifest.json").exists() and (tmp_path / "early/dataset.jsonl").exists()
+    monkeypatch.undo()
+    assert api.run(cases=rows(), verifiers=["rouge"], out=tmp_path / "early", progress=False).n_cases == 12
+    with pytest.raises(VerifybenchError, match="already holds results; resume it"):  # a run's, and finished
+        api.run(suite, out=tmp_path / "early", progress=False)
+
+
 @pytest.mark.parametrize("entry, said", [('{rouge: [1, 2]}', "options must be a mapping of option: value, got list"),
                                           ('{rouge: "fast"}', "options must be a mapping of option: value, got str")])
 def test_verifier_options_of_the_wrong_type_are_a_message(tmp_path, entry, said):

@@ -48,7 +48,9 @@ from verifybench.rundir import (
     CUES,
     ERRORS,
     FAILED,
+    LOCK,
     MANIFEST,
+    MARKER,
     RESULTS,
     RUNNING,
     SCORED,
@@ -57,8 +59,10 @@ from verifybench.rundir import (
     _blocks,
     case_index_row,
     hold,
+    is_run_dir,
     iter_jsonl,
     iter_lines,
+    mark_run_dir,
     read_json,
     repair_tail,
     write_json,
@@ -112,8 +116,8 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # things the user should hear about (a stale lock taken over)
 
 
-RUN_FILES = (MANIFEST, CASES, RESULTS, ERRORS, CUES, "metrics.json", "report.html", "policy.yaml",
-             "writer.lock", "suite.yaml", "dataset.jsonl")
+RUN_FILES = (MARKER, MANIFEST, CASES, RESULTS, ERRORS, CUES, "metrics.json", "report.html", "policy.yaml",
+             LOCK, "suite.yaml", "dataset.jsonl")
 
 
 # Files a file manager leaves in any folder it shows: a folder holding only these is empty to a user.
@@ -121,21 +125,24 @@ _FOLDER_LITTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 
 
 def check_run_folder(run_dir: Path, resume: bool) -> None:
-    """Refuse to write a run into a folder that holds other files (a new run goes into a new or empty
-    folder, or a run directory), or whose run files are symbolic links (a link the run did not create
-    is never written through)."""
+    """Refuse to write a run through a symbolic link in place of a run file (a link the run did not create
+    is never written through), or into a folder that holds files and is not a run directory. A folder is
+    a run directory only when the run says so (its marker or its manifest, `rundir.is_run_dir`), never
+    because its files have a run's names: a user's own cases.jsonl and metrics.json are not overwritten."""
     run_dir = Path(run_dir)
-    if not resume and not (run_dir / MANIFEST).exists():
-        other = sorted(p.name for p in run_dir.iterdir()
-                       if p.name not in RUN_FILES and p.name not in _FOLDER_LITTER) if run_dir.is_dir() else []
-        if other:
-            shown = ", ".join(other[:3]) + (f", and {len(other) - 3} more" if len(other) > 3 else "")
-            raise RunDirError(f"{run_dir} is not empty and not a run directory ({shown}); a run writes into a new "
-                              "or empty folder: choose another --out")
     linked = links_in(run_dir, RUN_FILES)
     if linked:
         raise RunDirError(f"{run_dir}: {', '.join(linked)} is a symbolic link; a run never writes through a link "
                           "it did not create: remove it, or write the run somewhere else")
+    if resume or not run_dir.is_dir() or is_run_dir(run_dir):
+        return
+    # The lock is this run's own (taken before this check), or a run's killed before its marker was written.
+    other = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK and p.name not in _FOLDER_LITTER)
+    if other:
+        shown = ", ".join(other[:3]) + (f", and {len(other) - 3} more" if len(other) > 3 else "")
+        raise RunDirError(f"{run_dir} is not empty and not a run directory ({shown}): no verifybench run wrote "
+                          "this folder, and a run never writes over files it did not write; a run writes into a "
+                          "new or empty folder: choose another --out")
 
 
 def default_run_dir(suite: Suite | str, root: Path = Path("reports")) -> Path:
@@ -284,6 +291,8 @@ class Runner:
 
     def _run_locked(self) -> RunResult:
         self._check_new_or_resumable()
+        if not self.resume:
+            mark_run_dir(self.run_dir)  # first: from here on this folder is a run directory, killed or not
         data_hash = dataset_hash(self.suite.dataset)
         self._files_hashed = len(dataset_files(self.suite.dataset))
         done = self._check_resume(data_hash) if self.resume else set()

@@ -1,6 +1,7 @@
 """The run directory: what a run writes, and how it is read back.
 
 ```
+.verifybench-run  the first file a run writes: this folder is a run directory (see `is_run_dir`)
 manifest.json   suite, dataset hash and counts, verifier configs and hashes, package versions, status
                 (running -> scored -> complete, or failed with the reason)
 writer.lock     while a process writes the run: its pid, host and command (see `RunLock`)
@@ -45,6 +46,8 @@ CUES = "cues.jsonl"
 METRICS = "metrics.json"
 REPORT = "report.html"
 LOCK = "writer.lock"
+MARKER = ".verifybench-run"
+_MARK = {"verifybench": "run directory", "format": 1}
 
 # Manifest statuses: every verdict written ("scored") is not yet a finished run; "complete" is set only
 # once metrics.json and report.html exist, so a kill in between leaves a run that `--resume` or `report`
@@ -106,6 +109,30 @@ def _discard(tmp: Path) -> None:
         os.unlink(tmp)
     except OSError:
         pass
+
+
+def is_run_dir(run_dir: Path) -> bool:
+    """Whether the run itself says `run_dir` is a run directory: its marker (written before anything else)
+    or a run's manifest. File names alone never do: a user's own cases.jsonl or metrics.json are not a run's."""
+    run_dir = Path(run_dir)
+    return _json_file(run_dir / MARKER) == _MARK or _is_manifest(_json_file(run_dir / MANIFEST))
+
+
+def _is_manifest(doc: Any) -> bool:
+    return isinstance(doc, dict) and {"format", "status", "suite", "dataset", "verifiers"} <= set(doc)
+
+
+def _json_file(path: Path) -> Any:
+    """A JSON file's content; None when it is missing, a link or not JSON."""
+    try:
+        return None if path.is_symlink() else json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def mark_run_dir(run_dir: Path) -> None:
+    """Write the marker that makes `run_dir` a run directory (`is_run_dir`), before any other run file."""
+    write_json(Path(run_dir) / MARKER, _MARK)
 
 
 def read_json(path: Path) -> Any:

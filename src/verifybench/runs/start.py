@@ -13,7 +13,7 @@ from verifybench.evaluation.reading import POLICY
 from verifybench.executors import Executor, make_executor
 from verifybench.pipeline.finish import report
 from verifybench.pipeline.runner import Runner, check_run_folder, default_run_dir, resume_suite
-from verifybench.rundir import hold
+from verifybench.rundir import hold, mark_run_dir
 from verifybench.runs.run import Run
 from verifybench.suite import Suite, load_suite
 from verifybench.verifiers import Verifier, build
@@ -70,6 +70,7 @@ def run(suite: str | Path | Suite | None = None, out: str | Path | None = None, 
         run_dir.mkdir(parents=True, exist_ok=True)
         with hold(run_dir):
             check_run_folder(run_dir, resume=False)  # before the cases are written into it
+            mark_run_dir(run_dir)  # and the marker before them: a run killed now is still a run directory
             suite, built = plan.write(run_dir)
             return _run(suite, run_dir, progress, executor, policy, built)
     if extra := [k for k, v in given.items() if v is not None]:
