@@ -102,3 +102,24 @@ def demo_cases() -> list[dict]:
 
     demo = Path(__file__).resolve().parents[2] / "datasets" / "demo" / "cases.jsonl"
     return [json.loads(line) for line in demo.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class Unruly(Verifier):
+    """`Sentences`' score from a batched model that misbehaves the ways a broken one does: NaN for a
+    response that says "NaN", an infinity for one that says "Infinity", and its verdicts in reverse order
+    whenever it is given more than one case."""
+
+    name = "unruly"
+    description = "test verifier: NaN, infinities and verdicts out of order"
+
+    def verify(self, batch: list[Case]) -> list[Verdict]:
+        out = []
+        for case in batch:
+            units = sentence_units(case)
+            score = max((u.score or 0.0 for u in units), default=0.0)
+            if "NaN" in case.response:
+                score = float("nan")
+            elif "Infinity" in case.response:
+                score = float("inf")
+            out.append(Verdict(case_id=case.id, verifier=self.id, score=score, units=units))
+        return out[::-1]

@@ -4,7 +4,8 @@ One thread per verifier takes the first waiting case and, when nothing else is w
 once: a request alone is never delayed. When others are already queued it takes them too and keeps
 collecting for at most `wait_ms` (or until `max_batch`), so under load an embedding or NLI model sees
 batches, which is where its throughput is. A case whose caller gave up (a timeout cancelled its
-future) before its batch started is not scored.
+future) before its batch started is not scored. A batch is scored by the runner's checked path
+(`verify_batch`), so a request gets the verdict `verifybench run` would give its case.
 """
 
 from __future__ import annotations
@@ -16,32 +17,10 @@ from concurrent.futures import Future
 from typing import Any
 
 from verifybench.cases import Case, Verdict
+from verifybench.executors.scoring import verify_batch
 from verifybench.verifiers import Verifier
 
 _STOP: Any = object()
-
-
-def verify_safely(verifier: Verifier, cases: list[Case]) -> list[Verdict]:
-    """One verdict per case: a `verify` that raises gives every case of the batch its error verdict; a
-    verifier that returns the wrong number of verdicts is an error too. A verifier whose policy was fitted
-    on `repeats` scores each case that many times and keeps the mean, as the run did (its threshold is a
-    threshold on the mean)."""
-    if verifier.repeats > 1:
-        from verifybench.executors.repeats import score_repeats
-
-        return score_repeats(verifier, cases, _verify_once)
-    return _verify_once(verifier, cases)
-
-
-def _verify_once(verifier: Verifier, cases: list[Case]) -> list[Verdict]:
-    try:
-        verdicts = verifier.verify(cases)
-    except Exception as e:  # noqa: BLE001 - a verifier's failure is an error verdict, counted
-        return [verifier.error_verdict(c, e) for c in cases]
-    if len(verdicts) != len(cases):
-        err = RuntimeError(f"{verifier.id}: verify returned {len(verdicts)} verdicts for {len(cases)} cases")
-        return [verifier.error_verdict(c, err) for c in cases]
-    return verdicts
 
 
 class MicroBatcher:
@@ -67,7 +46,7 @@ class MicroBatcher:
         if not self._q.empty() or not self.busy.acquire(blocking=False):
             return None
         try:
-            return verify_safely(self.verifier, [case])[0]
+            return verify_batch(self.verifier, [case])[0]
         finally:
             self.busy.release()
 
@@ -107,14 +86,10 @@ class MicroBatcher:
             live = [(c, f) for c, f in batch if f.set_running_or_notify_cancel()]
             if live:
                 with self.busy:
-                    start = time.perf_counter()
-                    verdicts = verify_safely(self.verifier, [c for c, _ in live])
-                    per_case = (time.perf_counter() - start) * 1000.0 / len(live)
+                    verdicts = verify_batch(self.verifier, [c for c, _ in live])  # in order: checked there
                 self.batches += 1
                 self.cases += len(live)
                 for (_, f), v in zip(live, verdicts):
-                    if v.latency_ms is None:
-                        v.latency_ms = per_case
                     f.set_result(v)
             if stop:
                 return

@@ -29,7 +29,8 @@ from pydantic import BaseModel, Field
 
 from verifybench.cases import Case, Source, Verdict
 from verifybench.evaluation.policy import native_threshold
-from verifybench.guard.batching import MicroBatcher, verify_safely
+from verifybench.executors.scoring import verify_batch
+from verifybench.guard.batching import MicroBatcher
 from verifybench.guard.log import DecisionLog
 from verifybench.guard.spec import GuardError, read_policy, read_spec
 from verifybench.metrics.summary import OVERALL
@@ -349,8 +350,8 @@ class Guard:
                     return got
             return c.batcher.submit(case)
         if timed:
-            return self._pool_for_inline().submit(lambda: verify_safely(c.verifier, [case])[0])
-        return verify_safely(c.verifier, [case])[0]
+            return self._pool_for_inline().submit(lambda: verify_batch(c.verifier, [case])[0])
+        return verify_batch(c.verifier, [case])[0]
 
     def _phase_sync(self, checks: list[_Check], case: Case, deadline: float | None) -> dict[str, tuple]:
         started = {c.id: (time.perf_counter(), self._start(c, case, deadline is not None)) for c in checks}
@@ -612,26 +613,30 @@ class Guard:
             out = [self._evaluate_sync(c, r) for c, r in zip(cases, rids)]
         else:
             t0 = time.perf_counter()
-            verdicts = {}
+            verdicts: dict[str, dict[str, Verdict]] = {}
             for c in self.checks:
-                start = time.perf_counter()
                 if c.batcher is not None:
                     with c.batcher.busy:  # the model is not shared with the batch thread meanwhile
-                        vs = verify_safely(c.verifier, cases)
+                        vs = verify_batch(c.verifier, cases)
                 else:
-                    vs = verify_safely(c.verifier, cases)
-                per = (time.perf_counter() - start) * 1000.0 / len(cases)
-                verdicts[c.id] = [(v, False, v.latency_ms if v.latency_ms is not None else per) for v in vs]
+                    vs = verify_batch(c.verifier, cases)
+                verdicts[c.id] = {v.case_id: v for v in vs}  # by id: never a verdict for another case
             out = []
-            for i, case in enumerate(cases):
+            for case, rid in zip(cases, rids):
                 key = self._slice_key(case)
-                results = [self._result(c, key, verdicts[c.id][i]) for c in self.checks]
-                out.append(self._decide(case, results, rids[i], t0))
+                results = [self._result(c, key, _own(verdicts[c.id], case, c.verifier)) for c in self.checks]
+                out.append(self._decide(case, results, rid, t0))
         if self.log is not None:
             futures = [self.log.append(self.record(c, d)) for c, d in zip(cases, out)]
             for f in futures:
                 f.result()
         return out
+
+
+def _own(verdicts: dict[str, Verdict], case: Case, verifier: Verifier) -> tuple[Verdict, bool, float]:
+    """`case`'s verdict (as `_result` takes it): the one with its id, else an error verdict saying so."""
+    v = verdicts.get(case.id) or verifier.error_verdict(case, RuntimeError("the verifier gave no verdict for this case"))
+    return v, False, v.latency_ms or 0.0
 
 
 def _repeats(value: Any, policy: Path, vid: str) -> int:
