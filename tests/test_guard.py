@@ -21,6 +21,7 @@ from verifybench.loaders.guardlog import read_log
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "datasets" / "demo" / "cases.jsonl"
 SENTENCES = "helpers.guard_verifiers:Sentences"
+TEST_CODE = ["helpers.guard_verifiers"]  # the policies name test verifiers by import path: allowed here
 
 
 def _suite(path: Path, verifiers: list) -> Path:
@@ -58,7 +59,7 @@ def test_decisions_equal_run_with_policy(fitted, tmp_path):
     applied = verifybench.run(fitted["suite"], out=tmp_path / "applied", progress=False, policy=fitted["policy"])
     v = applied.verdicts
     cases = _demo_cases()
-    with Guard(fitted["policy"], log_dir=False) as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False) as g:
         many = g.check_many([_item(c) for c in cases])
         one = [g.check(**_item(c)) for c in cases[:40]]
     for vid in ("rouge", "sentences"):
@@ -103,7 +104,7 @@ def test_a_scores_detector_reads_its_threshold_on_its_own_scale(tmp_path):
     native = doc["thresholds"]["vendor"]["all"]["native"]
     assert native == f"consistency <= {(1 - t) * 100:.4g}"
     bound = float(native.split("<=")[1])
-    with Guard(policy, log_dir=False) as g:
+    with Guard(policy, allow_code=TEST_CODE, log_dir=False) as g:
         for value in (bound - 1, bound, bound + 1):
             d = g.check("r", ["s"], meta={"consistency": value})
             assert d.checks[0].native == native
@@ -116,7 +117,7 @@ def test_a_verifier_config_hash_other_than_the_policys_refuses_to_start(fitted, 
     guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "suite": str(other)}))
     want = yaml.safe_load(fitted["policy"].read_text())["verifiers"]["rouge"]["config_hash"]
     with pytest.raises(GuardError) as e:
-        Guard(guard_file, log_dir=False)
+        Guard(guard_file, allow_code=TEST_CODE, log_dir=False)
     assert want in str(e.value) and "rouge2" in str(e.value)
     from verifybench.verifiers import build
 
@@ -127,10 +128,10 @@ def test_a_verifier_config_hash_other_than_the_policys_refuses_to_start(fitted, 
     edited = tmp_path / "edited.yaml"
     edited.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(GuardError, match="differs from the policy's"):
-        Guard(edited, log_dir=False)
+        Guard(edited, allow_code=TEST_CODE, log_dir=False)
     # the same suite as the run: accepted
     guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "suite": str(fitted["suite"])}))
-    Guard(guard_file, log_dir=False).close()
+    Guard(guard_file, allow_code=TEST_CODE, log_dir=False).close()
 
 
 def test_an_old_policy_without_verifier_configs_is_refused_with_the_command_to_refit(fitted, tmp_path):
@@ -139,12 +140,12 @@ def test_an_old_policy_without_verifier_configs_is_refused_with_the_command_to_r
     old = tmp_path / "old.yaml"
     old.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(GuardError, match="verifybench thresholds RUN_DIR --by doc_type --out old.yaml"):
-        Guard(old, log_dir=False)
+        Guard(old, allow_code=TEST_CODE, log_dir=False)
 
 
 def test_a_doc_type_without_a_slice_uses_the_whole_set_threshold_and_says_so(fitted):
     doc = yaml.safe_load(fitted["policy"].read_text())
-    with Guard(fitted["policy"], log_dir=False, checks=["rouge"]) as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["rouge"]) as g:
         d = g.check("Anything at all.", ["Something else."], doc_type="a-new-product")
         known = g.check("Anything at all.", ["Something else."], doc_type="contract_summary")
     r = d.checks[0]
@@ -164,7 +165,8 @@ SOURCES = ["Northwind CRM pricing. The Team plan costs $29 per user per month an
 def test_shadow_decides_and_logs_but_never_changes_the_response(fitted, tmp_path):
     out = {}
     for mode in ("enforce", "shadow"):
-        with Guard(fitted["policy"], log_dir=tmp_path / mode, checks=["sentences"], action="block", mode=mode) as g:
+        with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=tmp_path / mode, checks=["sentences"],
+                   action="block", mode=mode) as g:
             out[mode] = g.check(ANSWER, SOURCES, request_id=f"req-{mode}")
     assert out["enforce"].action == out["shadow"].action == "blocked"
     assert out["enforce"].response is None and out["enforce"].applied
@@ -177,7 +179,7 @@ def test_shadow_decides_and_logs_but_never_changes_the_response(fitted, tmp_path
 
 
 def test_strip_removes_exactly_the_flagged_units(fitted):
-    with Guard(fitted["policy"], log_dir=False, checks=["sentences"], action="strip") as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["sentences"], action="strip") as g:
         d = g.check(ANSWER, SOURCES)
     assert d.action == "rewritten" and d.applied
     units = d.checks[0].units
@@ -191,14 +193,14 @@ def test_strip_removes_exactly_the_flagged_units(fitted):
 
 
 def test_strip_cannot_cut_a_check_without_offsets_so_it_blocks(fitted):
-    with Guard(fitted["policy"], log_dir=False, checks=["rouge"], action="strip") as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["rouge"], action="strip") as g:
         d = g.check("Completely unrelated words here.", SOURCES, doc_type="support_answer")
     assert d.action == "blocked" and "no flagged unit with offsets" in d.reason and d.response is None
 
 
 @pytest.mark.parametrize("on_error,want", [("allow", "allowed"), ("flag", "flagged"), ("block", "blocked")])
 def test_timeouts_and_verifier_errors_follow_on_error(fitted, on_error, want):
-    with Guard(fitted["policy"], log_dir=False, checks=["sentences"], timeout_ms=100, on_error=on_error,
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["sentences"], timeout_ms=100, on_error=on_error,
                action="flag") as g:
         t0 = time.perf_counter()
         slow = g.check("The Team plan costs $29 per user per month.", SOURCES, meta={"sleep_ms": 700})
@@ -214,7 +216,7 @@ def test_timeouts_and_verifier_errors_follow_on_error(fitted, on_error, want):
 
 
 def test_raise_errors_raises_into_the_caller_when_asked(fitted):
-    with Guard(fitted["policy"], log_dir=False, checks=["sentences"], raise_errors=True) as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["sentences"], raise_errors=True) as g:
         with pytest.raises(GuardError, match="planted failure"):
             g.check("x.", SOURCES, meta={"fail": True})
 
@@ -227,7 +229,7 @@ def test_acheck_equals_check_and_concurrent_requests_are_batched(fitted, tmp_pat
     policy = tmp_path / "policy.yaml"
     verifybench.thresholds(run.run_dir, out=policy)
     cases = _demo_cases()[:48]
-    with Guard(policy, log_dir=tmp_path / "log", batch_wait_ms=5) as g:
+    with Guard(policy, allow_code=TEST_CODE, log_dir=tmp_path / "log", batch_wait_ms=5) as g:
         SentencesBatched.sizes.clear()
         alone = g.check(**_item(cases[0]))
         assert SentencesBatched.sizes == [1]  # alone: scored at once, not held for company
@@ -248,7 +250,7 @@ def test_acheck_equals_check_and_concurrent_requests_are_batched(fitted, tmp_pat
 
 def test_cascade_takes_its_bounds_from_the_calibration_split(fitted, tmp_path):
     cases = _demo_cases()
-    with Guard(fitted["policy"], log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
         low, high = g.bounds
         decisions = g.check_many([_item(c) for c in cases])
     assert low is not None or high is not None
@@ -275,18 +277,19 @@ def test_cascade_takes_its_bounds_from_the_calibration_split(fitted, tmp_path):
 def test_a_policy_moved_with_its_run_keeps_its_cascade(fitted, tmp_path):
     """The policy names its run relative to itself: the two copied elsewhere together (a deploy, a commit)
     give the same cascade bounds; the policy copied alone is refused with the path it looked for."""
-    with Guard(fitted["policy"], log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
         want = g.bounds
     moved = tmp_path / "moved"
     shutil.copytree(fitted["run"].run_dir, moved / "run")
     shutil.copy(fitted["policy"], moved / "policy.yaml")
-    with Guard(moved / "policy.yaml", log_dir=False, checks=["rouge", "sentences"], combination="cascade") as g:
+    with Guard(moved / "policy.yaml", allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"],
+               combination="cascade") as g:
         assert g.bounds == want
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(fitted["policy"], alone / "policy.yaml")
     with pytest.raises(GuardError, match=f"its run {alone / 'run'} is not here"):
-        Guard(alone / "policy.yaml", log_dir=False, checks=["rouge", "sentences"], combination="cascade")
+        Guard(alone / "policy.yaml", allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"], combination="cascade")
 
 
 def test_a_cascade_without_its_run_is_refused(fitted, tmp_path):
@@ -295,8 +298,8 @@ def test_a_cascade_without_its_run_is_refused(fitted, tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(GuardError, match="calibration split of the run"):
-        Guard(p, log_dir=False, checks=["rouge", "sentences"], combination="cascade")
-    Guard(p, log_dir=False, checks=["rouge", "sentences"], combination="any").close()
+        Guard(p, allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"], combination="cascade")
+    Guard(p, allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"], combination="any").close()
 
 
 def test_the_log_rotates_skips_a_torn_last_line_and_reads_as_a_dataset(fitted, tmp_path):
@@ -304,7 +307,7 @@ def test_the_log_rotates_skips_a_torn_last_line_and_reads_as_a_dataset(fitted, t
     guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "checks": ["rouge"],
                                           "log": {"dir": str(tmp_path / "log"), "max_bytes": 4096}}))
     cases = _demo_cases()[:30]
-    with Guard(guard_file) as g:
+    with Guard(guard_file, allow_code=TEST_CODE) as g:
         decisions = [g.check(**_item(c), meta={"ticket": c["id"]}) for c in cases]
     files = sorted((tmp_path / "log").glob("decisions-*.jsonl"))
     assert len(files) > 1 and all(f.stat().st_size < 4096 + 4000 for f in files)
@@ -345,7 +348,7 @@ def test_anchors_guard_equals_run_with_policy_and_strips_its_flagged_claims(tmp_
     verifybench.thresholds(run.run_dir, target="youden", min_per_class=10, out=policy)
     applied = verifybench.run(suite, out=tmp_path / "applied", progress=False, policy=policy)
     want = applied.verdicts.set_index("case_id")
-    with Guard(policy, log_dir=False, action="strip") as g:
+    with Guard(policy, allow_code=TEST_CODE, log_dir=False, action="strip") as g:
         assert g.warmup == {"anchors": None} and g.checks[0].verifier._encoder is not None  # loaded at start
         decisions = [g.check(**_item(c)) for c in cases]
     for c, d in zip(cases, decisions):
@@ -363,7 +366,7 @@ def test_anchors_guard_equals_run_with_policy_and_strips_its_flagged_claims(tmp_
 
 
 def test_escalate_flags_and_queues_the_decision_for_the_caller(fitted):
-    with Guard(fitted["policy"], log_dir=False, checks=["sentences"], action="escalate") as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["sentences"], action="escalate") as g:
         d = g.check(ANSWER, SOURCES, request_id="T-9")
         ok = g.check("The Team plan costs $29 per user per month.", SOURCES)
         assert d.action == "flagged" and d.escalated and d.response == ANSWER

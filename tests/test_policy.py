@@ -23,7 +23,12 @@ def test_a_saved_policy_loads_back_with_its_slices_and_its_null_entries(tmp_path
 @pytest.mark.parametrize("text,message", [
     ("thresholds: {}\n", "not a verifybench policy"),
     ("by: doc_type\nthresholds: {rouge: [1, 2]}\n", "thresholds.rouge must map slices"),
-    ("by: doc_type\nthresholds: {rouge: {all: {threshold: high}}}\n", r"thresholds.rouge.all: threshold must be a number"),
+    ("by: doc_type\nthresholds: {rouge: {all: {threshold: high}}}\n",
+     r"thresholds.rouge.all.threshold: a threshold must be a finite number or null, got 'high'"),
+    # NaN and +inf would never flag (a silent fail-open), -inf would flag everything
+    ("by: doc_type\nthresholds: {rouge: {all: {threshold: .nan}}}\n", r"thresholds.rouge.all.threshold: .* got nan"),
+    ("by: doc_type\nthresholds: {rouge: {all: {threshold: .inf}}}\n", r"thresholds.rouge.all.threshold: .* got inf"),
+    ("by: doc_type\nthresholds: {rouge: {billing: -.inf}}\n", r"thresholds.rouge.billing: .* got -inf"),
     ("by: [unclosed\n", "invalid YAML"),
 ])
 def test_a_bad_policy_names_the_file_and_the_entry(tmp_path, text, message):

@@ -125,7 +125,8 @@ class Server:
                    **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verifybench.cli", "serve", str(target), "--host", "127.0.0.1", "--port",
-             str(self.port), "--log-dir", str(log_dir), "--workers", str(workers), *args],
+             str(self.port), "--log-dir", str(log_dir), "--workers", str(workers),
+             "--allow-code", "helpers.guard_verifiers", *args],  # the policies name test verifiers by import path
             cwd=cwd, env=environ, stdout=open(self.out, "wb"), stderr=subprocess.STDOUT)
         deadline = time.time() + 90
         while time.time() < deadline:

@@ -514,11 +514,14 @@ def serve(
         "--ray-address", help="with --ray: a running cluster (auto, HOST:PORT); default: a local Ray on 127.0.0.1")] = None,
     access_log: Annotated[bool, typer.Option(
         "--access-log", help="uvicorn's line per request on stderr (off: the decision log is the record)")] = False,
+    allow_code: Annotated[list[str] | None, typer.Option(
+        "--allow-code", help="a module (or a package above it), folder or model name whose code the guard's files "
+                             "may import or run beyond the installation's own (repeat for more; docs/trust.md)")] = None,
 ) -> None:
     """Serve a guard over HTTP: POST /v1/check, /v1/check/batch; /healthz, /readyz, /metrics (docs/rollout.md)."""
     try:
         api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers, ray=ray, replicas=replicas,
-                  ray_address=ray_address, access_log=access_log)
+                  ray_address=ray_address, access_log=access_log, allow_code=allow_code or [])
     except VerifybenchError as e:
         _fail(e)
 

@@ -221,7 +221,8 @@ def expand_environment(value: Any) -> Any:
 
 
 def parse_suite(
-    raw: dict[str, Any], base_dir: Path, data_dir: Path | str | None = None, where: str = "<suite>"
+    raw: dict[str, Any], base_dir: Path, data_dir: Path | str | None = None, where: str = "<suite>",
+    check_loader: bool = True,
 ) -> Suite:
     """Build a `Suite` from its mapping form.
 
@@ -230,6 +231,8 @@ def parse_suite(
         base_dir: the folder relative paths are resolved against (the suite file's folder).
         data_dir: the value of `${VERIFYBENCH_DATA}` when the environment does not set it.
         where: the file name used in error messages.
+        check_loader: find the dataset's loader and check its options (importing a loader named by
+            import path); False for a reader of the verifiers only (a guard), which imports nothing.
     """
     if not isinstance(raw, dict):
         raise SuiteError(f"{where}: expected a mapping at the top level")
@@ -285,6 +288,8 @@ def parse_suite(
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise SuiteError(f"{where}: {field}: {err['msg']}") from None
+    if not check_loader:
+        return suite
     try:
         # The loader, its options and the `fields:` mapping are checked now, before any data is read.
         validate_dataset(suite.dataset)
@@ -293,13 +298,15 @@ def parse_suite(
     return suite
 
 
-def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int | None = None) -> Suite:
+def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int | None = None,
+               check_loader: bool = True) -> Suite:
     """Read a suite file.
 
     Args:
         path: the YAML file.
         data_dir: where `${VERIFYBENCH_DATA}` points when the environment does not say.
         limit: overrides `dataset.limit` (and so changes the suite's hash).
+        check_loader: see `parse_suite`.
     """
     path = Path(path)
     try:
@@ -315,4 +322,4 @@ def load_suite(path: str | Path, data_dir: Path | str | None = None, limit: int 
     _check_size(raw, str(path))
     if isinstance(raw, dict) and limit is not None:
         raw = {**raw, "dataset": {**(raw.get("dataset") or {}), "limit": limit}}
-    return parse_suite(raw, path.parent, data_dir, str(path))
+    return parse_suite(raw, path.parent, data_dir, str(path), check_loader)

@@ -4,6 +4,7 @@ back with `verifybench run --policy` (or to a CI gate)."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,16 @@ def _read_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | Non
         raise VerifybenchError(f"{path}: invalid YAML: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("thresholds"), dict) or "by" not in doc:
         raise VerifybenchError(f"{path}: not a verifybench policy (needs 'by' and 'thresholds')")
+    mapping, reasons = policy_thresholds(doc, path)
+    return str(doc["by"]), mapping, reasons
+
+
+def policy_thresholds(doc: dict[str, Any], path: str | Path
+                      ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, str]]]:
+    """verifier -> slice -> threshold (None where the entry is null), and verifier -> slice -> why it is
+    null, from a policy document. A threshold that is not a finite number is refused naming the file and
+    the key: NaN or +inf would never flag (a silent fail-open), -inf would flag everything, and text would
+    fail every check later."""
     mapping: dict[str, dict[str, float | None]] = {}
     reasons: dict[str, dict[str, str]] = {}
     for vid, rows in doc["thresholds"].items():
@@ -191,11 +202,20 @@ def _read_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | Non
             raise VerifybenchError(f"{path}: thresholds.{vid} must map slices to entries")
         for key, row in rows.items():
             value = row.get("threshold") if isinstance(row, dict) else row
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise VerifybenchError(f"{path}: thresholds.{vid}.{key}: threshold must be a number or null, "
-                                       f"got {value!r}")
+            if value is not None and not _finite(value):
+                at = f"thresholds.{vid}.{key}" + (".threshold" if isinstance(row, dict) else "")
+                raise VerifybenchError(f"{path}: {at}: a threshold must be a finite number or null, got {value!r}")
             mapping.setdefault(str(vid), {})[str(key)] = None if value is None else float(value)
             if value is None:
                 why = row.get("warning") if isinstance(row, dict) else None
                 reasons.setdefault(str(vid), {})[str(key)] = str(why or "null in the policy")
-    return str(doc["by"]), mapping, reasons
+    return mapping, reasons
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer past a float's range
+        return False

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from verifybench.guard.spec import GuardError
+from verifybench.guard.spec import GuardError, policy_run_dir
 from verifybench.metrics import Settings, frame
 from verifybench.metrics.curves import sorted_curve
 from verifybench.metrics.thresholds import Target, select_threshold
@@ -31,10 +31,8 @@ def _bound(labels: np.ndarray, scores: np.ndarray, confidence: float) -> float |
 def cascade_bounds(policy: dict[str, Any], policy_path: Path, cheap: str, confidence: float
                    ) -> tuple[float | None, float | None]:
     """(low, high) for the cheap check `cheap`: allow at or below low, flag at or above high."""
-    run = policy.get("run")
-    if run and not Path(run).is_absolute():  # save_policy writes it relative to the policy file
-        run = str(policy_path.parent / run)
-    if not run or not (Path(run) / MANIFEST).exists():
+    run = policy_run_dir(policy, policy_path)
+    if not run or not (run / MANIFEST).exists():
         raise GuardError(
             f"{policy_path}: a cascade's confident regions come from the calibration split of the run the policy "
             f"was fitted on, and {'the policy names no run' if not run else f'its run {run} is not here'}; "

@@ -31,8 +31,9 @@ from verifybench.cases import Case, Source, Verdict
 from verifybench.evaluation.policy import native_threshold
 from verifybench.executors.scoring import verify_batch
 from verifybench.guard.batching import MicroBatcher
+from verifybench.guard.load import read_guard
 from verifybench.guard.log import DecisionLog
-from verifybench.guard.spec import GuardError, read_policy, read_spec
+from verifybench.guard.spec import GuardError
 from verifybench.metrics.summary import OVERALL
 from verifybench.tables import slice_value
 from verifybench.verifiers import Verifier, build
@@ -196,37 +197,27 @@ class Guard:
     Args:
         path: a guard file or a policy file.
         suite: a suite file whose verifier options to use (their config hashes must match the policy's).
+        allow_code: modules, folders or model names whose code the files may import or run beyond the
+            installation's own (a verifier named by import path: its module or a package above it; a
+            graph pack folder; a model with `trust_remote_code`); without it such a file is refused.
         log_dir: where the decision log goes (default: the guard file's `log.dir`, ./guard-log); False: none.
         warm: run the warm-up case through every verifier now (loads models).
         overrides: guard-file keys (checks, combination, action, mode, timeout_ms, on_error, ...).
     """
 
     def __init__(self, path: str | Path, suite: str | Path | None = None, log_dir: str | Path | bool | None = None,
-                 warm: bool = True, **overrides: Any):
+                 warm: bool = True, allow_code: Iterable[str] = (), **overrides: Any):
         if suite is not None:
             overrides["suite"] = str(suite)
-        self.spec, self.policy_path = read_spec(path, **overrides)
-        self.source = Path(path)
+        files = read_guard(path, allow_code, **overrides)  # every file checked, nothing imported or built yet
+        self.spec, self.policy_path, self.source = files.spec, files.policy_path, files.source
         spec = self.spec
-        self.policy, self.policy_hash = read_policy(self.policy_path)
+        self.policy, self.policy_hash = files.policy, files.policy_hash
         self.by = str(self.policy["by"])
-        if self.by != "doc_type" and not self.by.startswith("meta."):
-            raise GuardError(f"{self.policy_path}: the policy slices by {self.by!r}; a guard slices by doc_type or "
-                             "meta.<key>, fields a request carries")
         recorded: dict[str, Any] = self.policy["verifiers"]
-        ids = spec.checks or list(recorded)
-        if spec.combination == "cascade" and len(ids) != 2:
-            raise GuardError(f"{self.source}: combination cascade takes exactly two checks (the cheap one first); "
-                             f"this guard has {len(ids)}: {', '.join(ids)}")
-        unknown = [i for i in ids if i not in recorded]
-        if unknown:
-            raise GuardError(f"{self.source}: checks: {', '.join(unknown)} not in the policy {self.policy_path.name} "
-                             f"(it records: {', '.join(recorded)})")
-        entries = self._suite_entries(ids) if spec.suite else {}
         self.checks: list[_Check] = []
-        for vid in ids:
+        for vid, (name, options) in files.entries.items():
             rec = recorded[vid]
-            name, options = entries.get(vid, (rec["name"], rec["options"]))
             verifier = build(name, vid, **options)
             if verifier.config_hash != rec["config_hash"]:
                 raise GuardError(
@@ -234,11 +225,8 @@ class Guard:
                     f"{rec['config_hash']} ({self.policy_path}): the thresholds were fitted for another configuration"
                     f"{_diff(rec['options'], verifier.config)}. Use the configuration the policy records, or fit a "
                     "policy on a run of this one")
-            verifier.repeats = _repeats(rec.get("repeats", 1), self.policy_path, vid)
-            rows = (self.policy.get("thresholds") or {}).get(vid) or {}
-            if not isinstance(rows.get(OVERALL), dict) or rows[OVERALL].get("threshold") is None:
-                raise GuardError(f"{self.policy_path}: verifier {vid!r} has no whole-set threshold "
-                                 f"({(rows.get(OVERALL) or {}).get('warning') or 'none fitted'}); it cannot gate")
+            verifier.repeats = int(rec.get("repeats", 1))
+            rows = self.policy["thresholds"][vid]
             batcher = None if verifier.stateless else MicroBatcher(verifier, spec.batch_wait_ms, spec.max_batch)
             self.checks.append(_Check(verifier, rows, batcher))
         self.hash = spec.digest({c.id: c.verifier.config_hash for c in self.checks})
@@ -261,17 +249,6 @@ class Guard:
         self.ready = False
         if warm:
             self.warm_up()
-
-    def _suite_entries(self, ids: list[str]) -> dict[str, tuple[str, dict]]:
-        from verifybench.suite import load_suite
-
-        assert self.spec.suite is not None
-        suite = load_suite(self.spec.suite)
-        have = {e.id: (e.name, e.options) for e in suite.verifiers}
-        missing = [i for i in ids if i not in have]
-        if missing:
-            raise GuardError(f"{self.spec.suite}: no verifier {', '.join(map(repr, missing))} (it has: {', '.join(have)})")
-        return {i: have[i] for i in ids}
 
     # -- life cycle --------------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -637,12 +614,6 @@ def _own(verdicts: dict[str, Verdict], case: Case, verifier: Verifier) -> tuple[
     """`case`'s verdict (as `_result` takes it): the one with its id, else an error verdict saying so."""
     v = verdicts.get(case.id) or verifier.error_verdict(case, RuntimeError("the verifier gave no verdict for this case"))
     return v, False, v.latency_ms or 0.0
-
-
-def _repeats(value: Any, policy: Path, vid: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise GuardError(f"{policy}: verifiers.{vid}.repeats: expected a whole number of at least 1, got {value!r}")
-    return value
 
 
 def _diff(recorded: dict[str, Any], config: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,9 @@ class GuardReplica:
     """One Serve replica: a guard built before the replica takes traffic, and the service's app on it."""
 
     def __init__(self, guard: str, log_dir: str | None = None, max_body: int = MAX_BODY,
-                 token_env: str = TOKEN_ENV):
-        self.guard = Guard(guard, log_dir=log_dir)  # loads the models and checks the config hashes, or raises
+                 token_env: str = TOKEN_ENV, allow_code: list[str] | None = None):
+        # loads the models and checks the config hashes, or raises
+        self.guard = Guard(guard, log_dir=log_dir, allow_code=allow_code or ())
         with _lock:
             _built.append(create_app(self.guard, max_body=max_body, token_env=token_env))
 
@@ -74,35 +76,38 @@ def deployment(**options: Any) -> Any:
 
 
 def application(guard: str | Path, log_dir: str | Path | None = None, num_replicas: int = 1,
-                max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, **options: Any) -> Any:
+                max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, allow_code: Iterable[str] = (),
+                **options: Any) -> Any:
     """A bound Serve application for `serve.run`. Paths are made absolute here: a replica's working
     directory is Ray's, not the caller's. The bearer token is read from each replica's own environment
     (a local Ray's workers inherit the driver's; on a cluster, the nodes'), never passed through Ray,
-    whose runtime_env is stored and shown in its dashboard."""
-    from verifybench.guard.spec import read_policy, read_spec
+    whose runtime_env is stored and shown in its dashboard. `allow_code`: see `Guard`."""
+    from verifybench.guard.load import read_guard
 
-    _, policy = read_spec(guard)
-    read_policy(policy)  # a bad file stops here, not in each replica
+    allow = [str(a) for a in allow_code]
+    read_guard(guard, allow)  # a bad file stops here, not in each replica
     return deployment(num_replicas=num_replicas, **options).bind(
-        str(Path(guard).resolve()), None if log_dir is None else str(Path(log_dir).resolve()), max_body, token_env)
+        str(Path(guard).resolve()), None if log_dir is None else str(Path(log_dir).resolve()), max_body, token_env,
+        allow)
 
 
 def build(args: dict[str, str]) -> Any:
     """The application builder for `serve run verifybench.guard.ray_serve:build guard=FILE [log_dir=DIR]
-    [num_replicas=N] [max_body=BYTES] [token_env=NAME]`."""
-    known = {"guard", "log_dir", "num_replicas", "max_body", "token_env"}
+    [num_replicas=N] [max_body=BYTES] [token_env=NAME] [allow_code=NAME,NAME]`."""
+    known = {"guard", "log_dir", "num_replicas", "max_body", "token_env", "allow_code"}
     unknown = sorted(set(args) - known)
     if unknown or "guard" not in args:
         raise VerifybenchError(f"verifybench.guard.ray_serve:build takes guard=FILE and optionally "
                                f"{', '.join(sorted(known - {'guard'}))}; "
                                + (f"unknown: {', '.join(unknown)}" if unknown else "guard= is missing"))
     return application(args["guard"], log_dir=args.get("log_dir"), num_replicas=int(args.get("num_replicas", 1)),
-                       max_body=int(args.get("max_body", MAX_BODY)), token_env=args.get("token_env", TOKEN_ENV))
+                       max_body=int(args.get("max_body", MAX_BODY)), token_env=args.get("token_env", TOKEN_ENV),
+                       allow_code=[a for a in str(args.get("allow_code", "")).split(",") if a])
 
 
 def run(guard: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: str | Path | None = None,
         replicas: int = 1, address: str | None = None, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV,
-        block: bool = True) -> Any:
+        block: bool = True, allow_code: Iterable[str] = ()) -> Any:
     """Deploy the guard on Ray Serve, its HTTP proxy on host:port, and (with `block`) wait for SIGINT or
     SIGTERM, then take the application down. `address`: a running cluster (`auto`, `HOST:PORT`,
     `ray://...`); None starts a private local Ray on 127.0.0.1 (or uses the one this process is in)."""
@@ -113,7 +118,8 @@ def run(guard: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: s
     serve = _import_serve()
     import ray
 
-    app = application(guard, log_dir=log_dir, num_replicas=replicas, max_body=max_body, token_env=token_env)
+    app = application(guard, log_dir=log_dir, num_replicas=replicas, max_body=max_body, token_env=token_env,
+                      allow_code=allow_code)
     if not ray.is_initialized():
         if address is None:
             ray.init(address="local", include_dashboard=False, logging_level=logging.WARNING,

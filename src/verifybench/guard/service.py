@@ -16,8 +16,10 @@ logged or returned.
 from __future__ import annotations
 
 import hmac
+import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ MAX_BODY = 1 << 20  # 1 MiB
 MAX_BATCH = 256
 ENV_PATH, ENV_LOG, ENV_MAX_BODY, ENV_TOKEN_ENV = ("VERIFYBENCH_GUARD", "VERIFYBENCH_GUARD_LOG_DIR",
                                                   "VERIFYBENCH_GUARD_MAX_BODY", "VERIFYBENCH_GUARD_TOKEN_ENV")
+ENV_ALLOW_CODE = "VERIFYBENCH_GUARD_ALLOW_CODE"  # a JSON list: the allow-list of `serve --allow-code`
 
 
 class SourceIn(BaseModel):
@@ -163,15 +166,15 @@ class _BodyLimit:
 
 
 def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max_body: int = MAX_BODY,
-               token_env: str = TOKEN_ENV) -> Any:
+               token_env: str = TOKEN_ENV, allow_code: Iterable[str] = ()) -> Any:
     """The ASGI app. A guard given by path is built in a background thread once the app starts, so
-    /healthz answers at once and /readyz says when the models are loaded."""
+    /healthz answers at once and /readyz says when the models are loaded. `allow_code`: see `Guard`."""
     state: dict[str, Any] = {"guard": guard if isinstance(guard, Guard) else None, "error": None}
     metrics = _Metrics()
 
     def build() -> None:
         try:
-            state["guard"] = Guard(guard, log_dir=log_dir)  # type: ignore[arg-type]
+            state["guard"] = Guard(guard, log_dir=log_dir, allow_code=allow_code)  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - /readyz says why the guard could not start
             state["error"] = f"{type(e).__name__}: {e}"
 
@@ -293,19 +296,24 @@ def app_from_env() -> Any:
         raise RuntimeError(f"set {ENV_PATH} to a guard or policy file")
     return create_app(path, log_dir=os.environ.get(ENV_LOG) or None,
                       max_body=int(os.environ.get(ENV_MAX_BODY) or MAX_BODY),
-                      token_env=os.environ.get(ENV_TOKEN_ENV) or TOKEN_ENV)
+                      token_env=os.environ.get(ENV_TOKEN_ENV) or TOKEN_ENV,
+                      allow_code=json.loads(os.environ.get(ENV_ALLOW_CODE) or "[]"))
 
 
 def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: str | Path | None = None,
           workers: int = 1, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, ray: bool = False,
-          replicas: int = 1, ray_address: str | None = None, access_log: bool = False) -> None:
+          replicas: int = 1, ray_address: str | None = None, access_log: bool = False,
+          allow_code: Iterable[str] = ()) -> None:
     """Run the service on uvicorn until interrupted. With one worker the guard is built (models loaded,
     config hashes checked) before the port opens, so a bad guard stops the command with its reason; with
     several, each worker builds its own (and /readyz says when it is ready, or why not). With `ray`, the
     same app as a Ray Serve deployment of `replicas` replicas (`verifybench.guard.ray_serve`).
     `access_log`: uvicorn's line per request (off by default: the decision log is the record, and the
-    access log costs every request a formatted line on stderr)."""
-    from verifybench.guard.spec import GuardError, read_policy, read_spec
+    access log costs every request a formatted line on stderr). `allow_code`: see `Guard`."""
+    from verifybench.guard.load import read_guard
+    from verifybench.guard.spec import GuardError
+
+    allow_code = list(allow_code)
 
     if ray:
         if workers > 1:
@@ -313,7 +321,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
         from verifybench.guard.ray_serve import run
 
         run(path, host=host, port=port, log_dir=log_dir, replicas=replicas, address=ray_address,
-            max_body=max_body, token_env=token_env)
+            max_body=max_body, token_env=token_env, allow_code=allow_code)
         return
     if replicas > 1 or ray_address is not None:
         raise GuardError("--replicas and --ray-address need --ray")
@@ -322,19 +330,19 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     # uvicorn writes its access lines at INFO: at "warning" an access log asked for would print nothing.
     level = "info" if access_log else "warning"
     if workers <= 1:
-        guard = Guard(path, log_dir=log_dir)
+        guard = Guard(path, log_dir=log_dir, allow_code=allow_code)
         try:
             uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env), host=host, port=port,
                         access_log=access_log, log_level=level)
         finally:
             guard.close()
         return
-    _, policy = read_spec(path)
-    read_policy(policy)  # a bad file stops the command here, not in each worker
+    read_guard(path, allow_code)  # a bad file stops the command here, not in each worker
     os.environ[ENV_PATH] = str(Path(path).resolve())
     if log_dir is not None:
         os.environ[ENV_LOG] = str(Path(log_dir).resolve())
     os.environ[ENV_MAX_BODY] = str(max_body)
     os.environ[ENV_TOKEN_ENV] = token_env
+    os.environ[ENV_ALLOW_CODE] = json.dumps(allow_code)
     uvicorn.run("verifybench.guard.service:app_from_env", factory=True, host=host, port=port, workers=workers,
                 access_log=access_log, log_level=level)

@@ -26,14 +26,20 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from verifybench.errors import VerifybenchError
+from verifybench.evaluation.policy import policy_thresholds
 
 
 class GuardError(VerifybenchError):
     """A guard that cannot be built as asked (a bad file, a config hash that differs from the policy's)."""
 
 
+# A number in a guard file is finite: a NaN or an infinity as a bound or a budget would silently never
+# (or always) apply.
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
 class CascadeSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     confidence: float = Field(0.95, gt=0.5, lt=1.0, description=(
         "the cheap check decides alone where, on the calibration split of the policy's run, this share of "
@@ -46,7 +52,7 @@ class CascadeSpec(BaseModel):
 
 
 class LogSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     dir: str | None = Field("guard-log", description="where decision logs go (relative to the working "
                             "directory); null: no log")
@@ -57,7 +63,7 @@ class LogSpec(BaseModel):
 class GuardSpec(BaseModel):
     """A guard file (every key optional but `policy`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     policy: str
     suite: str | None = None
@@ -159,4 +165,21 @@ def read_policy(path: Path) -> tuple[dict[str, Any], str]:
     for vid, v in doc["verifiers"].items():
         if not isinstance(v, dict) or not {"name", "options", "config_hash"} <= set(v):
             raise GuardError(f"{path}: verifiers.{vid}: needs name, options and config_hash")
+        for key, kind in (("name", str), ("options", dict), ("config_hash", str)):
+            if not isinstance(v[key], kind):
+                raise GuardError(f"{path}: verifiers.{vid}.{key}: expected a {'mapping' if kind is dict else 'string'}, "
+                                 f"got {type(v[key]).__name__}")
+    try:
+        policy_thresholds(doc, path)  # every threshold a finite number (or null), before anything is built
+    except VerifybenchError as e:
+        raise GuardError(str(e)) from None
     return doc, hashlib.sha256(data).hexdigest()[:16]
+
+
+def policy_run_dir(policy: dict[str, Any], policy_path: Path) -> Path | None:
+    """The run directory a policy was fitted on (`run`, written relative to the policy's folder), or None
+    when it names none."""
+    run = policy.get("run")
+    if not run:
+        return None
+    return Path(run) if Path(run).is_absolute() else policy_path.parent / run

@@ -16,13 +16,13 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from verifybench.errors import SuiteError
-from verifybench.verifiers.base import CaseVerifier, Verifier, operational
+from verifybench.verifiers.base import CaseVerifier, ChosenCode, Verifier, operational
 
-__all__ = ["BUILTIN", "CaseVerifier", "Verifier", "available", "build", "check_verifier_class", "get_verifier_class",
-           "operational"]
+__all__ = ["BUILTIN", "CaseVerifier", "ChosenCode", "Verifier", "available", "build", "check_verifier_class",
+           "chosen_code", "get_verifier_class", "operational"]
 
 # Import paths, not classes: listing verifiers must not import torch or a model runtime.
 BUILTIN: dict[str, str] = {
@@ -88,3 +88,19 @@ def get_verifier_class(name: str) -> type[Verifier]:
 def build(name: str, id: str | None = None, **options: Any) -> Verifier:
     """A configured verifier instance; bad options raise `SuiteError` naming the option."""
     return get_verifier_class(name)(id=id, **options)
+
+
+def chosen_code(name: str, options: dict[str, Any]) -> list[ChosenCode]:
+    """The code a verifier entry (`name` and its options) would import or run beyond what the installation
+    ships, found without importing it: a class named by import path (key `name`: its module), and what
+    the verifier's own `chosen_code` lists for these options (a model's `trust_remote_code`, a graph pack
+    folder's rules). A built-in or entry-point verifier's class is installed code, imported to ask it."""
+    if ":" in name:
+        module = name.partition(":")[0]
+        return [ChosenCode("name", module, f"imports module {module!r} (a verifier named by import path, {name!r})")]
+    cls = get_verifier_class(name)
+    try:
+        parsed = cls.Options(**options)
+    except (ValidationError, TypeError):
+        return []  # bad options: building the verifier names them
+    return cls.chosen_code(parsed)

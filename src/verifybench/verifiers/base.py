@@ -23,7 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -112,6 +112,16 @@ def _content_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+class ChosenCode(NamedTuple):
+    """Code an option chooses that the installation does not ship: the option's `key` (a field path
+    under the verifier's options, or `name`), the module or folder it would import or run (`target`,
+    what an operator's allow-list names), and `what` running it means, in words."""
+
+    key: str
+    target: str
+    what: str
+
+
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -162,6 +172,14 @@ class Verifier(ABC):
         colleague's checkout hashes the same, and an edited prompt template or facts file does not."""
         blob = json.dumps(_located(self.config), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @classmethod
+    def chosen_code(cls, options: Any) -> list[ChosenCode]:
+        """The code these options (an `Options` object) would import or run that the installation does not
+        ship: a policy or a guard file that holds such options is refused unless the operator allows it
+        (docs/trust.md). A verifier with an option that loads code (a model's own Python, a rules module
+        from a folder) lists it here; the default is none."""
+        return []
 
     @abstractmethod
     def verify(self, batch: list[Case]) -> list[Verdict]:

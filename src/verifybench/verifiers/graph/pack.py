@@ -248,6 +248,17 @@ def _entry_point_folder(name: str) -> Path:
     return Path(str(obj))
 
 
+def shipped(domain: str | Path) -> bool:
+    """Whether `domain` names a pack the installation ships (bundled, or registered by an installed
+    package), whose rules module is code already installed; a folder elsewhere brings its own Python."""
+    text = str(domain)
+    bundled = bundled_packs()
+    if text in bundled or text in registered_packs():
+        return True
+    folder = Path(text).expanduser().resolve()
+    return any(folder == p.resolve() for p in bundled.values())
+
+
 def resolve(domain: str | Path) -> Path:
     """The folder of a pack: a bundled name, a registered name, or a path."""
     text = str(domain)

@@ -31,10 +31,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.verifiers.base import Verifier
+from verifybench.verifiers.base import ChosenCode, Verifier
 from verifybench.verifiers.graph.claims import Claim, Rejection, display, gate1
 from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
-from verifybench.verifiers.graph.pack import Pack, load_pack
+from verifybench.verifiers.graph.pack import Pack, load_pack, shipped
 from verifybench.verifiers.llm import LLMOptions, Usage, track_usage
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -91,6 +91,14 @@ class GraphVerifier(Verifier):
                    "executable knowledge graph (RelationalAI)")
     Options = GraphOptions
     lazy = ("_checker", "_extractor")
+
+    @classmethod
+    def chosen_code(cls, options: GraphOptions) -> list[ChosenCode]:
+        if shipped(options.domain):
+            return []
+        folder = str(Path(options.domain).expanduser().resolve())
+        return [ChosenCode("domain", folder, f"imports the rules module (Python) of the graph pack folder {folder}, "
+                           "which is neither bundled with verifybench nor registered by an installed package")]
 
     @property
     def pack(self) -> Pack:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jinja2 import BaseLoader, ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifybench.cases import Case, Unit, Verdict
@@ -195,8 +196,11 @@ class JudgeVerifier(Verifier):
             loaders: list[BaseLoader] = [PackageLoader("verifybench", "verifiers/judge/prompts")]
             if self.options.templates_dir:
                 loaders.insert(0, FileSystemLoader(self.options.templates_dir))
-            return Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
-                               keep_trailing_newline=True)
+            # Sandboxed: a template from `templates_dir` is text with placeholders, never a way to reach
+            # Python (`{{ x.__class__.__mro__ }}` and the like are refused), so a suite or policy naming one
+            # chooses no code (docs/trust.md).
+            return ImmutableSandboxedEnvironment(loader=ChoiceLoader(loaders), undefined=StrictUndefined,
+                                                 autoescape=False, keep_trailing_newline=True)
 
         return self._build_once("_env", build)
 

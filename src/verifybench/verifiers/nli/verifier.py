@@ -43,7 +43,7 @@ from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.text import claims, sentences
 from verifybench.verifiers.anchors.wording import in_source_wording
-from verifybench.verifiers.base import Verifier, default_cache, operational
+from verifybench.verifiers.base import ChosenCode, Verifier, default_cache, operational
 from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.nli.model import PairCache, PairModel, entail_probability, resolve_entail_label
 from verifybench.verifiers.nli.windows import Piece, Window, cut_pieces, pack_windows
@@ -198,6 +198,13 @@ class NLIVerifier(Verifier):
         self.entail_index = resolve_entail_label(self.labels, o.entail_label, f"verifier {self.id!r} (nli)")
         self._memo: dict[tuple, object] = {}
         self._cached_share = 0.0
+
+    @classmethod
+    def chosen_code(cls, options: NLIOptions) -> list[ChosenCode]:
+        if not options.trust_remote_code:
+            return []
+        return [ChosenCode("trust_remote_code", resolve_model(options.model),
+                           f"runs the Python code of model {options.model!r} (transformers' trust_remote_code)")]
 
     def _apply_model_defaults(self, path: str) -> None:
         """Options the model folder declares (how it was trained: entailment label, window budget, top-k)
