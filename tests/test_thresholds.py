@@ -74,7 +74,7 @@ def test_run_with_a_policy_applies_its_thresholds(tmp_path, root, demo_run):
 
 def test_bad_policy_is_refused_before_running(tmp_path, root):
     bad = write(tmp_path / "p.yaml", "by: doc_type\nthresholds: {rouge: {all: {threshold: high}}}\n")
-    with pytest.raises(VerifybenchError, match=r"thresholds.rouge.all: threshold must be a number"):
+    with pytest.raises(VerifybenchError, match=r"thresholds.rouge.all.threshold: a threshold must be a finite number"):
         api.run(root / "evals/demo.yaml", out=tmp_path / "r", progress=False, policy=bad)
     assert not (tmp_path / "r").exists()
 
