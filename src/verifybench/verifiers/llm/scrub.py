@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import functools
 import html
 import re
 import threading
@@ -145,9 +146,10 @@ class _Unescaped:
         out: list[str] = []
         at = size = 0
         for m in _ESCAPE.finditer(source):
-            chars = _decoded(m)
-            if not chars:
-                continue
+            one = _undone(m.group())
+            if one == m.group():
+                continue  # not an escape after all (an unknown entity)
+            chars = [(one, *m.span())] if len(one) == 1 else _decoded(m)
             if m.start() > at:
                 self._add(size, at, m.start(), True)
                 out.append(source[at:m.start()])
@@ -157,7 +159,6 @@ class _Unescaped:
                 out.append(ch)
                 size += 1
             at = m.end()
-        self.changed = bool(self.segments)
         if at < len(source):
             self._add(size, at, len(source), True)
             out.append(source[at:])
@@ -206,10 +207,23 @@ def _spans(text: str, forms: list[str], rounds: int = 3) -> list[tuple[int, int]
     spans = _found(text, forms)
     for pattern, group in _SHAPES:
         spans += [m.span(group) for m in pattern.finditer(text)]
-    undone = _Unescaped(text) if rounds and _ESCAPE.search(text) else None
-    if undone is not None and undone.changed:
-        spans += [undone.span(s, e) for s, e in _spans(undone.text, forms, rounds - 1)]
+    plain = _ESCAPE.sub(_undo, text) if rounds and _ESCAPE.search(text) else text
+    inner = _spans(plain, forms, rounds - 1) if plain != text else []
+    if inner:  # where each character came from, worked out only when there is something to redact
+        undone = _Unescaped(text)
+        spans += [undone.span(s, e) for s, e in inner]
     return spans
+
+
+@functools.lru_cache(maxsize=4096)
+def _undone(escape: str) -> str:
+    m = _ESCAPE.fullmatch(escape)  # `escape` is one match of it
+    chars = _decoded(m) if m else []
+    return "".join(c for c, _, _ in chars) if chars else escape
+
+
+def _undo(m: re.Match[str]) -> str:
+    return _undone(m.group())
 
 
 def secret_spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
