@@ -39,6 +39,8 @@ def expand(value: Any, where: str) -> tuple[Any, dict[str, str]]:
     Raises SuiteError, as `{where}: option '<path>': ...`, for a variable that is not set, and for a value
     that would break the URL it is put in (a `/` in a password), without quoting the value."""
     read: dict[str, str] = {}
+    if not _names_any(value):
+        return value, read  # as given, untouched
 
     def walk(v: Any, path: str) -> Any:
         if isinstance(v, str) and VAR.search(v):
@@ -50,6 +52,16 @@ def expand(value: Any, where: str) -> tuple[Any, dict[str, str]]:
         return v
 
     return walk(value, ""), read
+
+
+def _names_any(value: Any) -> bool:
+    if isinstance(value, str):
+        return VAR.search(value) is not None
+    if isinstance(value, dict):
+        return any(_names_any(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_names_any(v) for v in value)
+    return False
 
 
 def _expand_string(text: str, at: str, read: dict[str, str]) -> str:
