@@ -17,8 +17,9 @@ LAYERS: list[set[str]] = [
     {"cases", "errors"},
     # leaf helpers any layer may use (text: offsets of quotes and spans in a response; tables: cases and
     # verdicts as columns; safeio: files written by rename, safe names, disk-full messages; phases: a
-    # progress line for a long phase; identity: the cases' content hash; fieldpath: how a field is named)
-    {"text", "tables", "safeio", "phases", "identity", "fieldpath"},
+    # progress line for a long phase; identity: the cases' content hash; fieldpath: how a field is named;
+    # envvars: `${VAR}` in options, read where used and kept as written everywhere else)
+    {"text", "tables", "safeio", "phases", "identity", "fieldpath", "envvars"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
     {"loaders", "verifiers", "rundir", "metrics"},
     # built on one or two of them: suites, where batches are scored, the HTML report, a run's numbers

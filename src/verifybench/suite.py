@@ -16,7 +16,9 @@ verifiers:
 `id` and `repeats` are the generic options every verifier entry takes; the rest are the verifier's own.
 
 `${NAME}` is replaced from the environment; `${VERIFYBENCH_DATA}` falls back to `--data-dir`, then to a
-`shared/datasets` folder found beside the suite's repository. Relative paths are relative to the suite
+`shared/datasets` folder found beside the suite's repository. A variable must be set when the suite is
+read; a verifier's options keep `${NAME}` and read it when the verifier is built, so its config and config
+hash hold the name, never the value (`verifybench.envvars`). Relative paths are relative to the suite
 file's folder, and so are other dataset and verifier options written as "./x" or "../x".
 """
 
@@ -25,18 +27,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from verifybench.envvars import DATA_ENV, VAR
+from verifybench.envvars import as_written as _as_written
 from verifybench.errors import SuiteError
 from verifybench.loaders import PATH_OPTIONS, DatasetSpec, validate_dataset
 
-DATA_ENV = "VERIFYBENCH_DATA"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 PATH_KEYS = PATH_OPTIONS  # dataset options resolved against the suite's folder
 
 
@@ -90,7 +91,7 @@ def find_data_dir(start: Path) -> Path | None:
 
 def _expand(value: Any, lookup, where: str) -> Any:
     if isinstance(value, str):
-        return _VAR.sub(lambda m: lookup(m.group(1), where), value)
+        return VAR.sub(lambda m: lookup(m.group(1), where), value)
     if isinstance(value, list):
         return [_expand(v, lookup, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -195,29 +196,14 @@ def as_written(value: Any, written: Any) -> Any:
     return redact_url_credentials(_as_written(value, written))
 
 
-def _as_written(value: Any, written: Any) -> Any:
-    if isinstance(written, str) and isinstance(value, str) and any(
-            m.group(1) != DATA_ENV for m in _VAR.finditer(written)):
-        return written
-    if isinstance(value, dict):
-        w = written if isinstance(written, dict) else {}
-        return {k: _as_written(v, w.get(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        items = written if isinstance(written, list) and len(written) == len(value) else [None] * len(value)
-        return [_as_written(v, x) for v, x in zip(value, items)]
-    return value
+def _register_read(dataset: Any, where: str) -> None:
+    """Register the values the dataset's options (`kept`: `${VAR}` as written) read from the environment
+    for scrubbing, as a verifier does with its own."""
+    from verifybench.envvars import expand
+    from verifybench.verifiers.llm.scrub import register_secret
 
-
-def expand_environment(value: Any) -> Any:
-    """Options stored as written (`as_written`) with their `${VAR}`s read from the environment again,
-    for code that rebuilds a verifier from a manifest; a variable that is not set stays as written."""
-    if isinstance(value, str):
-        return _VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
-    if isinstance(value, dict):
-        return {k: expand_environment(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [expand_environment(v) for v in value]
-    return value
+    for value in expand(dataset, f"{where}: dataset")[1].values():
+        register_secret(value)
 
 
 def parse_suite(
@@ -261,6 +247,7 @@ def parse_suite(
         return lookup(var, at) if var == DATA_ENV else f"${{{var}}}"
 
     kept = _expand(raw, keep, "")
+    _register_read(kept.get("dataset"), where)
     dataset = dict(expanded.get("dataset") or {})
     for key in list(dataset):
         # The hf loader's `path` is a hub name or a builder, not a file.
@@ -277,7 +264,8 @@ def parse_suite(
     try:
         suite = Suite(
             dataset=DatasetSpec.model_validate(dataset),
-            verifiers=_verifier_entries(expanded.get("verifiers"), where, base_dir),
+            # Options keep `${VAR}`: the verifier reads it when built (and hashes the name, not the value).
+            verifiers=_verifier_entries(kept.get("verifiers"), where, base_dir),
             source=where,
             data_dir=used_data_dir[0] if used_data_dir else None,
             raw=raw,

@@ -10,7 +10,8 @@ Steps:
   429 with Retry-After, ...);
 - `Echo(status)`: an error whose body echoes every request header, as some proxies and debug servers
   do (this is how an API key ends up in an error message);
-- `Stall(seconds)`: no answer for that long (a timeout); `Drop()`: the connection closed unanswered.
+- `Stall(seconds)`: no answer for that long (a timeout); `Drop()`: the connection closed unanswered;
+- a function: called with the request's body and headers, it returns the reply text (or any other step).
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ class FakeLLM:
                     outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     outer.paths.append(self.path)
                     step = outer.script.pop(0) if outer.script else outer.default
+                if callable(step):
+                    step = step(body, {k.lower(): v for k, v in self.headers.items()})
                 if isinstance(step, int):
                     return self.send(step, json.dumps({"error": {"message": f"status {step}"}}).encode())
                 if isinstance(step, Stall):

@@ -31,7 +31,6 @@ from verifybench.rundir import (
     read_verdicts_at,
     write_json,
 )
-from verifybench.suite import expand_environment
 from verifybench.tables import release_memory
 from verifybench.verifiers import Verifier, get_verifier_class
 
@@ -141,8 +140,8 @@ def verifier_notes(manifest: dict[str, Any], case_ids: Iterable[str]) -> dict[st
         hook = getattr(cls, "run_notes", None)
         if hook is Verifier.run_notes or not callable(hook):  # the base's hook says nothing
             continue
-        # Stored as written (`${VAR}` names, not values): read from the environment again here.
-        options = {k: expand_environment(val) for k, val in v["config"].items() if k in cls.Options.model_fields}
+        # Stored as written (`${VAR}` names, not values): the verifier reads them from the environment again.
+        options = {k: val for k, val in v["config"].items() if k in cls.Options.model_fields}
         try:
             if ids is None:
                 ids = set(case_ids)

@@ -192,7 +192,7 @@ def verifier_entries(verifiers: Any) -> tuple[list[Any], list[Verifier | None]]:
                 raw.append({str(name): _relative_paths(plain(dict(options or {})), here)})
                 objects.append(None)
         elif isinstance(item, Verifier):
-            options = _relative_paths(item.options.model_dump(mode="json"), here)
+            options = _relative_paths(item.options_as_written(), here)  # `${VAR}` as written, never its value
             repeats = {"repeats": item.repeats} if item.repeats > 1 else {}  # set on the object: kept
             raw.append({_class_name(item): {"id": item.id, **repeats, **options}})
             objects.append(item)

@@ -7,6 +7,9 @@ The protocol, enforced here once for every verifier:
   not change any score (where a cache lives, threads, timeouts, retries, replay-only): they stay out of
   `config` and so out of the config hash, and a run resumes or compares across machines whatever their
   values.
+- An option may read an environment variable (`base_url: "http://user:${PASSWORD}@host/v1"`): it is
+  read here, when the verifier is built, the value registered for scrubbing; `config` and the config
+  hash hold the option as written (`${PASSWORD}`, never the value; see `verifybench.envvars`).
 - Verifiers are plain picklable objects: heavy parts (models, API clients, knowledge graphs) are built
   on first use with `_build_once`, never in `__init__`, and the attributes named in `lazy` are left out
   when the object is pickled, so it can be shipped to another process or a cluster worker and give
@@ -28,6 +31,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifybench.cases import Case, Verdict
+from verifybench.envvars import as_written, expand, names_back
 from verifybench.errors import SuiteError
 
 T = TypeVar("T")
@@ -97,6 +101,22 @@ def _located(value: Any) -> Any:
     return value
 
 
+def _hashed(config: Any, used: Any) -> Any:
+    """`config` (as written) as it enters the config hash: a string that names a variable enters as
+    written, unless the value used (`used`, the same place in the config as used) is a local file or
+    folder, which enters by its name and content as any other path does."""
+    if isinstance(config, dict):
+        u = used if isinstance(used, dict) else {}
+        return {k: _hashed(v, u.get(k)) for k, v in config.items()}
+    if isinstance(config, list):
+        items = used if isinstance(used, list) and len(used) == len(config) else [None] * len(config)
+        return [_hashed(v, x) for v, x in zip(config, items)]
+    if isinstance(config, str) and config != used and isinstance(used, str) and os.path.isabs(used) \
+            and os.path.exists(used):
+        return _located(used)
+    return _located(config)
+
+
 def _content_digest(path: Path) -> str:
     h = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -122,6 +142,15 @@ class ChosenCode(NamedTuple):
     what: str
 
 
+def _register(read: dict[str, str]) -> None:
+    """Register the values options read from the environment with the LLM layer's scrubber."""
+    if read:
+        from verifybench.verifiers.llm.scrub import register_secret
+
+        for value in read.values():
+            register_secret(value)
+
+
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -143,6 +172,10 @@ class Verifier(ABC):
     # How many times the runner scores each case with this verifier (the suite entry's generic `repeats`,
     # set by the runner; see `verifybench.executors.repeats`). Not an option: the verifier is the same.
     repeats: int = 1
+    # The options as given when one of them read an environment variable (None: none did), and the values
+    # read, by name (registered for scrubbing; never part of `config`).
+    _written: dict[str, Any] | None = None
+    _read: dict[str, str] = {}  # replaced per instance, never changed in place
 
     def __init__(self, id: str | None = None, **options: Any) -> None:
         self.id = id or self.name
@@ -152,9 +185,13 @@ class Verifier(ABC):
         self._lock = threading.RLock()
         for attr in self._lazy_attributes():
             setattr(self, attr, None)
+        expanded, read = expand(options, f"verifier {self.id!r} ({self.name})")
+        self._written = dict(options) if read else None  # what `config` shows and hashes
+        self._read = read
+        _register(read)
         try:
             # Any: each subclass reads its own Options fields (annotate `options: MyOptions` to check them)
-            self.options: Any = self.Options(**options)
+            self.options: Any = self.Options(**expanded)
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(p) for p in err["loc"])
@@ -162,15 +199,32 @@ class Verifier(ABC):
 
     @property
     def config(self) -> dict:
-        """The verifier's name and every option that can change a score (operational ones left out)."""
-        return {"name": self.name, **scored_options(self.options)}
+        """The verifier's name and every option that can change a score (operational ones left out), an
+        option that read an environment variable as written (`${PASSWORD}`)."""
+        return self._as_written({"name": self.name, **scored_options(self.options)})
+
+    def options_as_written(self) -> dict[str, Any]:
+        """Every option (as JSON), one that read an environment variable as written: what a suite file
+        written for this verifier may hold."""
+        return self._as_written(self.options.model_dump(mode="json"))
+
+    def _as_written(self, used: dict[str, Any]) -> dict[str, Any]:
+        if self._written is None:
+            return used
+        from verifybench.verifiers.llm.scrub import MIN_SECRET_CHARS
+
+        return names_back(as_written(used, {"name": self.name, **self._written}), self._read, MIN_SECRET_CHARS)
 
     @property
     def config_hash(self) -> str:
         """Stable over runs and machines: identical options give identical hashes. An option naming a
         local file or folder enters by its name and content, not by where it lies, so a CI clone or a
-        colleague's checkout hashes the same, and an edited prompt template or facts file does not."""
-        blob = json.dumps(_located(self.config), sort_keys=True, separators=(",", ":"))
+        colleague's checkout hashes the same, and an edited prompt template or facts file does not. An
+        option that read an environment variable enters as written (`${PASSWORD}`), never its value."""
+        config = self.config
+        hashed = _located(config) if self._written is None else _hashed(
+            config, {"name": self.name, **scored_options(self.options)})
+        blob = json.dumps(hashed, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @classmethod
@@ -226,6 +280,7 @@ class Verifier(ABC):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
+        _register(self._read)  # a worker process scrubs what this verifier read, as the parent does
 
     def bind_run(self, run_dir: Path) -> None:
         """Called by the runner before the first batch. On a cluster the bound verifier is what ships to
@@ -239,7 +294,10 @@ class Verifier(ABC):
         return []
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(id={self.id!r}, {self.options!r})"
+        if self._written is None:
+            return f"{type(self).__name__}(id={self.id!r}, {self.options!r})"
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.options_as_written().items())  # `${VAR}`, not its value
+        return f"{type(self).__name__}(id={self.id!r}, {type(self.options).__name__}({shown}))"
 
 
 class CaseVerifier(Verifier):

@@ -25,7 +25,7 @@ from verifybench.verifiers.llm.errors import MalformedReply, ProviderError, Repl
 from verifybench.verifiers.llm.providers import Backend, Completion, TokenLogprob
 from verifybench.verifiers.llm.replies import json_object
 from verifybench.verifiers.llm.retry import RetryPolicy
-from verifybench.verifiers.llm.scrub import describe, scrub
+from verifybench.verifiers.llm.scrub import describe, scrub, scrub_pieces
 from verifybench.verifiers.llm.usage import Usage, tracked
 
 T = TypeVar("T")
@@ -39,11 +39,15 @@ def replay_only_from_env() -> bool:
 
 
 def scrubbed(completion: Completion) -> Completion:
-    """`completion` with its text (and its tokens) scrubbed of credentials (scrub.py)."""
+    """`completion` with its text and its tokens scrubbed of credentials (scrub.py): the tokens as the text
+    they make together (a key split across tokens), each alternative token on its own."""
     text = scrub(completion.text)
     lps = completion.logprobs
-    if lps and any(scrub(t.token) != t.token for t in lps):
-        lps = [TokenLogprob(scrub(t.token), t.logprob, t.top) for t in lps]
+    if lps:
+        tokens = scrub_pieces([t.token for t in lps])
+        tops = [{scrub(k): v for k, v in t.top.items()} for t in lps]
+        if tokens != [t.token for t in lps] or tops != [t.top for t in lps]:
+            lps = [TokenLogprob(tok, t.logprob, top) for tok, t, top in zip(tokens, lps, tops)]
     if text == completion.text and lps is completion.logprobs:
         return completion
     return Completion(text=text, logprobs=lps, input_tokens=completion.input_tokens,

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from verifybench.verifiers.llm.errors import Retryable
-from verifybench.verifiers.llm.scrub import register_secret
+from verifybench.verifiers.llm.scrub import register_secret, scrub
 
 BACKENDS = ("local", "openai", "anthropic", "llamacpp")
 
@@ -36,7 +36,8 @@ def _retry_after(response: Any) -> float | None:
 
 def _not_json(body: str) -> Retryable:
     # A proxy's error page or a truncated body under a 200: transient more often than not, like a 5xx.
-    return Retryable(f"HTTP 200 with a body that is not JSON: {body[:200]!r}")
+    # Scrubbed before it is cut: a key the cut halves would no longer be found.
+    return Retryable(f"HTTP 200 with a body that is not JSON: {scrub(body)[:200]!r}")
 
 
 @dataclass
