@@ -709,13 +709,17 @@ def drift_cmd(
     out: Annotated[str | None, typer.Option(  # a str: a Path would drop the trailing slash that names a folder
         "--out", help="write the drift record `verifybench history` shows: a .json file, or a folder "
                       "(a new drift-<time>.json in it); a refusal too")] = None,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", help="the policy the guard that wrote the log served: only its decisions are compared, and its "
+                         "suite and config hashes are checked against the reference's")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Has production drifted from the baseline's test split? Exit 1 on drift beyond a limit, 2 when no
-    comparison can be made. Unlabeled production data is enough."""
+    comparison can be made (no check in common, another configuration or suite). Unlabeled production data
+    is enough."""
     try:
         result = api.drift(reference, source, max_psi, max_flag_rate_change, max_unseen_share, min_cases, summary,
-                           mlflow=mlflow, out=out)
+                           mlflow=mlflow, out=out, policy=policy)
     except VerifybenchError as e:
         if (written := getattr(e, "record", None)) is not None:  # a refusal is recorded too
             _note(f"drift record written to {written}")
@@ -723,11 +727,15 @@ def drift_cmd(
     if as_json:
         print(json.dumps({**result.as_dict(), **({"record": str(result.record)} if result.record else {})}))
         raise typer.Exit(result.exit_code)
-    table = Table("check", "slice", "cases ref / prod", "flag rate ref", "prod", "change", "PSI", "KS", "KS p", "result",
+    from verifybench.feedback.drift import left_out
+
+    table = Table("check", "slice", "cases ref / prod", "left out ref / prod", "flag rate ref", "prod", "change", "PSI",
+                  "KS", "KS p", "result",
                   title="drift: production against the reference's test split, at the policy's thresholds")
     for r in result.rows:
         shown = r["status"] + (f": {r['why']}" if r.get("why") else "")
         table.add_row(Text(r["check"]), Text(r["slice"]), f"{r['reference_cases']} / {r['production_cases']}",
+                      f"{left_out(r, 'reference')} / {left_out(r, 'production')}",
                       _f(r["reference_flag_rate"]), _f(r["production_flag_rate"]), _f(r["flag_rate_change"]),
                       _f(r["psi"]), _f(r["ks_statistic"]), _f(r["ks_p_value"], 4),
                       Text(shown, style="red" if r["status"] == "drift" else ""))
