@@ -26,6 +26,7 @@ tested on.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -40,7 +41,14 @@ import yaml
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.feedback.window import Window, open_source
 from verifybench.loaders.fields import FieldSpec, MissingLabel
-from verifybench.loaders.labelqueue import neutralise, read_record, read_rows, record_path, write_record
+from verifybench.loaders.labelqueue import (
+    FORMULA_START,
+    neutralise,
+    read_record,
+    read_rows,
+    record_path,
+    write_record,
+)
 from verifybench.safeio import replace_atomically, temp_path
 
 STRATEGIES = ("uncertain", "stratified", "disagree")
@@ -162,10 +170,15 @@ def select(w: Window, pool: np.ndarray, budget: int, strategy: str, seed: int, r
 def parse_label(value: Any) -> bool | None:
     """True (hallucinated), False (faithful), or None for an empty cell; a value that is neither is an
     error (the caller names the file and row)."""
-    if value is None or str(value).strip() == "":
+    return None if value is None else _label_of(str(value).strip())
+
+
+@functools.lru_cache(maxsize=256)  # a queue holds a handful of label spellings, read once each
+def _label_of(text: str) -> bool | None:
+    if not text:
         return None
     try:
-        return _LABELS.label_of(str(value).strip())
+        return _LABELS.label_of(text)
     except MissingLabel:
         return None
 
@@ -192,9 +205,10 @@ def known_ids(records: list[Path]) -> set[str]:
         raise VerifybenchError(str(e)) from None
 
 
-def iter_labeled(path: str | Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A labeled queue's rows, streamed, each with its place (`file:line`): cells restored, a byte-order
-    mark read, the id column and every label checked (an error names the file, line and field)."""
+def iter_labeled(path: str | Path) -> Iterator[tuple[str, dict[str, str], bool | None]]:
+    """A labeled queue's rows, streamed, each with its place (`file:line`) and label (None: empty): cells
+    restored, a byte-order mark read, the id column and every label checked (an error names the file,
+    line and field)."""
     path = Path(path)
     if not path.is_file():
         raise VerifybenchError(f"{path}: no such labeled file")
@@ -205,10 +219,10 @@ def iter_labeled(path: str | Path) -> Iterator[tuple[str, dict[str, str]]]:
             if "id" not in rec.data:
                 raise VerifybenchError(f"{path}: no 'id' column (columns: {', '.join(rec.data)}); is it a label queue?")
             try:
-                parse_label(rec.data.get("label"))
+                label = parse_label(rec.data.get("label"))
             except ValueError as e:
                 raise VerifybenchError(f"{rec.loc}: field 'label': {e}") from None
-            yield str(rec.loc), rec.data
+            yield str(rec.loc), rec.data, label
     except DataError as e:
         raise VerifybenchError(str(e)) from None
 
@@ -217,7 +231,7 @@ def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str
     """A labeled queue's rows whose id some queue record names; the others appended to `left_out` (id and
     place), never used."""
     rows = []
-    for where, r in iter_labeled(path):
+    for where, r, _ in iter_labeled(path):
         if r["id"] in known:
             rows.append(r)
         else:
@@ -362,7 +376,8 @@ def write_csv(path: Path, header: list[str], rows: Iterator[dict[str, Any]]) -> 
             wr = csv.writer(f)
             wr.writerow([neutralise(h) for h in header])
             for r in rows:
-                wr.writerow([neutralise(r.get(h, "")) for h in header])
+                wr.writerow([v if v.__class__ is str and not v.startswith(FORMULA_START) else neutralise(v)
+                             for v in (r.get(h, "") for h in header)])
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -449,9 +464,11 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
 
         def index() -> Iterator[tuple[Any, ...]]:
             for fi, path in enumerate(paths):
-                for where, r in iter_labeled(path):
-                    header.extend(k for k in r if k not in header)
-                    lab = parse_label(r.get("label"))
+                first = True
+                for where, r, lab in iter_labeled(path):
+                    if first:  # every row of a file has its header's keys
+                        header.extend(k for k in r if k not in header)
+                        first = False
                     yield (r["id"], fi, where, None if lab is None else int(lab), None if lab is None else r["label"])
 
         db.executemany("INSERT INTO row(id, file, place, lab, raw) VALUES (?, ?, ?, ?, ?)", index())
@@ -476,15 +493,15 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
             wanted = (p for (p,) in db.execute("SELECT pos FROM kept ORDER BY pos"))
             nxt, pos = next(wanted, None), 0
             for path in paths:
-                for _, r in iter_labeled(path):
+                for _, r, lab in iter_labeled(path):
                     pos += 1  # the INTEGER PRIMARY KEY counts rows from 1 in the order they were read
                     if pos != nxt:
                         continue
                     nxt = next(wanted, None)
                     if r["id"] in conflict:
-                        r = {**r, "label": "", "conflict": conflict[r["id"]]}
+                        r, lab = {**r, "label": "", "conflict": conflict[r["id"]]}, None
                     n["rows"] += 1
-                    n["labeled"] += parse_label(r.get("label")) is not None
+                    n["labeled"] += lab is not None
                     yield r
 
         out.parent.mkdir(parents=True, exist_ok=True)

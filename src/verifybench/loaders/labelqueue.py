@@ -33,7 +33,7 @@ from typing import Any
 from verifybench.errors import DataError, RecordError
 from verifybench.loaders.fields import FieldSpec, record_to_case
 from verifybench.loaders.generic import field_spec
-from verifybench.loaders.readers import Record, RecordStream, read_csv
+from verifybench.loaders.readers import RecordStream, read_csv
 from verifybench.safeio import replace_atomically, temp_path
 
 KIND = "verifybench.label-queue"
@@ -107,10 +107,11 @@ def read_record(path: str | Path) -> Iterator[str]:
 
 def read_rows(path: str | Path) -> RecordStream:
     """A queue CSV's rows, streamed (a byte-order mark read as such), every cell restored (the header's too)."""
-    for rec in read_csv(path):
-        if isinstance(rec, Record):
-            rec = Record({restore(k): restore(v) for k, v in rec.data.items()}, rec.loc)
-        yield rec
+    return read_csv(path, cells=_restored)
+
+
+def _restored(cells: list[str]) -> list[str]:
+    return [v[1:] if v[:1] == MARK else v for v in cells]
 
 
 def _files(path: str, queue: str | None = None, **_: Any) -> list[str]:
