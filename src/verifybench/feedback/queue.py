@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from verifybench.errors import DataError, RecordError, VerifybenchError
+from verifybench.errors import DataError, Location, RecordError, VerifybenchError
 from verifybench.feedback.window import Window, open_source
 from verifybench.loaders.fields import FieldSpec, MissingLabel
 from verifybench.loaders.labelqueue import (
@@ -205,7 +205,7 @@ def known_ids(records: list[Path]) -> set[str]:
         raise VerifybenchError(str(e)) from None
 
 
-def iter_labeled(path: str | Path) -> Iterator[tuple[str, dict[str, str], bool | None]]:
+def iter_labeled(path: str | Path) -> Iterator[tuple[Location, dict[str, str], bool | None]]:
     """A labeled queue's rows, streamed, each with its place (`file:line`) and label (None: empty): cells
     restored, a byte-order mark read, the id column and every label checked (an error names the file,
     line and field)."""
@@ -222,7 +222,7 @@ def iter_labeled(path: str | Path) -> Iterator[tuple[str, dict[str, str], bool |
                 label = parse_label(rec.data.get("label"))
             except ValueError as e:
                 raise VerifybenchError(f"{rec.loc}: field 'label': {e}") from None
-            yield str(rec.loc), rec.data, label
+            yield rec.loc, rec.data, label
     except DataError as e:
         raise VerifybenchError(str(e)) from None
 
@@ -235,7 +235,7 @@ def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str
         if r["id"] in known:
             rows.append(r)
         else:
-            left_out.append({"id": r["id"], "where": where})
+            left_out.append({"id": r["id"], "where": str(where)})
     return rows
 
 
@@ -454,7 +454,7 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
         db = sqlite3.connect(Path(tmp) / "index.db")
         db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;"
                          "CREATE TABLE known(id TEXT PRIMARY KEY) WITHOUT ROWID;"
-                         "CREATE TABLE row(pos INTEGER PRIMARY KEY, id TEXT, file INTEGER, place TEXT, lab INTEGER,"
+                         "CREATE TABLE row(pos INTEGER PRIMARY KEY, id TEXT, file INTEGER, line INTEGER, lab INTEGER,"
                          " raw TEXT);")
         try:
             for r in records:
@@ -469,16 +469,17 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
                     if first:  # every row of a file has its header's keys
                         header.extend(k for k in r if k not in header)
                         first = False
-                    yield (r["id"], fi, where, None if lab is None else int(lab), None if lab is None else r["label"])
+                    yield (r["id"], fi, where.line, None if lab is None else int(lab), None if lab is None else r["label"])
 
-        db.executemany("INSERT INTO row(id, file, place, lab, raw) VALUES (?, ?, ?, ?, ?)", index())
+        db.executemany("INSERT INTO row(id, file, line, lab, raw) VALUES (?, ?, ?, ?, ?)", index())
         db.executescript("CREATE INDEX row_id ON row(id, pos);"
                          "CREATE TABLE kept AS SELECT COALESCE(MIN(CASE WHEN lab IS NOT NULL THEN pos END), MIN(pos))"
                          " AS pos, COUNT(DISTINCT lab) AS kinds FROM row JOIN known USING (id) GROUP BY id;"
                          "CREATE INDEX kept_pos ON kept(pos);")
-        for cid, place in db.execute("SELECT id, place FROM row WHERE pos IN (SELECT MIN(pos) FROM row WHERE id NOT IN"
-                                     " (SELECT id FROM known) GROUP BY id) ORDER BY pos"):
-            not_queued.append({"id": cid, "where": place})
+        first_unknown = ("SELECT id, file, line FROM row WHERE pos IN (SELECT MIN(pos) FROM row WHERE id NOT IN"
+                         " (SELECT id FROM known) GROUP BY id) ORDER BY pos")
+        for cid, fi, line in db.execute(first_unknown):
+            not_queued.append({"id": cid, "where": f"{paths[fi]}:{line}"})
         said: dict[str, list[str]] = {}
         for cid, fi, raw in db.execute("SELECT id, file, raw FROM row WHERE lab IS NOT NULL AND id IN (SELECT r.id FROM"
                                        " kept k JOIN row r USING (pos) WHERE k.kinds > 1) ORDER BY pos"):
