@@ -72,7 +72,7 @@ def write_record(path: Path, ids: Iterable[str], **about: Any) -> Path:
         with open(tmp, "xb") as f:  # a new file: never through a planted link
             f.write((json.dumps({"kind": KIND, "format": FORMAT, **about}, ensure_ascii=False) + "\n").encode())
             for cid in ids:
-                f.write((json.dumps(str(cid), ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+                f.write((json.dumps(str(cid), ensure_ascii=False) + "\n").encode())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
