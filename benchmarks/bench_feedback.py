@@ -1,7 +1,8 @@
-"""`cascade` and `drift` on a synthetic run of a million verdicts: wall time and peak RSS, each in its own
-process.
+"""`cascade` and `drift` on a synthetic run of a million verdicts, and `label-merge` on a million-row
+labeled queue: wall time and peak RSS, each in its own process.
 
     python benchmarks/bench_feedback.py [--cases 500000] [--work reports/bench-feedback] [--stack] [--src DIR]
+                                        [--merge-rows 1000000] [--no-runs]
 
 Writes two seeded run directories in the files' real formats (not committed): `reference` and
 `production`, each of `--cases` cases (four doc types, both labels, a seeded calibration / test split
@@ -16,6 +17,11 @@ production run's `cheap` scores are shifted by 0.05. Then, in a fresh process ea
   baseline recorded once (`verifybench baseline reference`, not timed) against a million-verdict window;
 - drift (run vs run): `verifybench drift reference production --json` (both runs read: two million
   verdicts).
+
+With `--merge-rows N`: a labeled queue of N rows in label-queue's columns (about 600 bytes a row: a
+question, a response, sources and evidence as JSON; a third of the labels empty), and its queue record,
+written once; then `verifybench label-merge queue.csv --out merged.csv` (the file merged with itself:
+one row per id, a filled label kept). `--no-runs` skips the cascade and drift phases.
 
 `--src` measures another version's code (say `git archive <commit> src | tar -x -C /tmp/before`, then
 `--src /tmp/before/src`); the runs and the baseline are written by this checkout's code.
@@ -71,6 +77,34 @@ def write_run(path: Path, n: int, seed: int, shift: float = 0.0) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
+def write_queue(path: Path, n: int) -> None:
+    """A labeled queue of n rows as label-queue writes it (plain text cells, so any version reads it), and
+    its queue record beside it."""
+    import csv
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from verifybench.loaders.labelqueue import record_path, write_record
+
+    rng = np.random.default_rng(2)
+    score = rng.random(n)
+    header = ["id", "label", "reviewer", "reviewed_at", "review_note", "doc_type", "question", "response", "sources",
+              "evidence", "action", "score:cheap", "flagged:cheap", "part", "stratum", "inclusion_prob", "weight",
+              "split", "case_meta", "window"]
+    words = "the refund was issued within fourteen days of the order and the customer confirmed it".split()
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for i in range(n):
+            text = " ".join(words[(i + k) % len(words)] for k in range(24))
+            w.writerow([f"case-{i:07d}", ("", "faithful", "hallucinated")[i % 3], "reviewer-1", "2026-12-01", "",
+                        DOC_TYPES[i % 4], f"What happened to order {i}?", f"Order {i}: {text}.",
+                        json.dumps([{"id": "s0", "text": f"Order {i} record: {text}."}]),
+                        json.dumps({"cheap": {"score": float(score[i]), "threshold": 0.5, "flagged": bool(score[i] >= 0.5)}}),
+                        "flag" if score[i] >= 0.5 else "allow", repr(float(score[i])), int(score[i] >= 0.5), "random",
+                        "random", "0.01", "100.0", "calibration" if i % 2 else "test", "{}", "guard-log"])
+    write_record(record_path(path), (f"case-{i:07d}" for i in range(n)), csv=path.name)
+
+
 def run_child(cmd: list[str], work: Path, src: Path = ROOT / "src") -> tuple[float, float, float, int, str]:
     """Wall time, CPU time (user + system), peak RSS (MB, from wait4), exit code and output of a child."""
     env = {**os.environ, "PYTHONPATH": str(src)}
@@ -91,7 +125,38 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=ROOT / "reports" / "bench-feedback")
     ap.add_argument("--stack", action="store_true", help="also fit the stacked combination in the cascade phase")
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="the code to measure (default: this checkout's)")
+    ap.add_argument("--merge-rows", type=int, default=0, help="also measure label-merge on a queue of this many rows")
+    ap.add_argument("--no-runs", action="store_true", help="skip the cascade and drift phases")
     args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.merge_rows:
+        measure_merge(args)
+    if not args.no_runs:
+        measure_runs(args)
+
+
+def measure_merge(args: argparse.Namespace) -> None:
+    queue = args.work / f"queue-{args.merge_rows}.csv"
+    if not queue.exists():
+        t0 = time.perf_counter()
+        write_queue(queue, args.merge_rows)
+        print(f"wrote a {args.merge_rows:,}-row queue ({queue.stat().st_size / 1e6:.0f} MB) in "
+              f"{time.perf_counter() - t0:.0f} s")
+    merged = args.work / "merged.csv"
+    cmd = [sys.executable, "-m", "verifybench.cli", "label-merge", str(queue), str(queue), "--out", str(merged)]
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    wall, cpu, rss, code, out = run_child(cmd, args.work, args.src)
+    print("| phase | rows read | wall s | CPU s | peak RSS MB | exit |")
+    print("|---|---|---|---|---|---|")
+    print(f"| label-merge (the queue with itself) | {2 * args.merge_rows:,} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | {code} |")
+    if code:
+        print(out[-2000:])
+    with open(merged, "rb") as f:
+        rows = sum(1 for _ in f) - 1
+    print(f"merged rows: {rows:,}; load average after: {os.getloadavg()[0]:.1f}")
+
+
+def measure_runs(args: argparse.Namespace) -> None:
     ref, prod = args.work / "reference", args.work / "production"
     if not (ref / "manifest.json").exists() or json.loads((ref / "manifest.json").read_text())["dataset"]["total"] != args.cases:
         t0 = time.perf_counter()

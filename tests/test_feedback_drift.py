@@ -187,3 +187,92 @@ def test_the_coded_comparison_equals_the_per_row_computation():
     assert a_all["threshold"] == 0.5 and a_all["threshold_from"] == "per slice"
     b_all = next(r for r in got.rows if r["check"] == "b" and r["slice"] == "all")
     assert b_all["threshold"] is None and b_all["reference_flag_rate"] is not None  # the slices' own thresholds
+
+
+def test_scores_that_are_not_finite_are_left_out_and_counted():
+    """NaN (an error or a null) and ±inf are left out of every figure on both sides, each counted in the
+    row, the summary's "left out" column and a note; -inf is never counted as an allowed case."""
+    from verifybench.feedback.drift import Reference, compare
+    from verifybench.feedback.window import Window
+
+    rng = np.random.default_rng(3)
+    ref_s, win_s = rng.random(400), rng.random(300)
+    ref_s[:7], ref_s[7:9] = np.nan, np.inf
+    win_s[:5], win_s[5:8], win_s[8:12] = np.nan, np.inf, -np.inf
+    ref = Reference(source="ref", scores={"a": ref_s}, doc_type=np.full(400, "qa", dtype=object),
+                    thresholds={"a": {"all": 0.5}}, by="doc_type")
+    win = Window(source="win", kind="run", ids=np.arange(300).astype(str).astype(object),
+                 doc_type=np.full(300, "qa", dtype=object), scores={"a": win_s}, thresholds={},
+                 action=np.full(300, "allowed", dtype=object))
+    got = compare(ref, win)
+    row = next(r for r in got.rows if r["slice"] == "all")
+    assert (row["reference_cases"], row["reference_errors"], row["reference_infinite"]) == (391, 7, 2)
+    assert (row["production_cases"], row["production_errors"], row["production_infinite"]) == (288, 5, 7)
+    assert row["production_flag_rate"] == pytest.approx(np.mean(win_s[12:] >= 0.5))
+    assert row["reference_flag_rate"] == pytest.approx(np.mean(ref_s[9:] >= 0.5))
+    assert "| 9 / 12 |" in got.summary
+    assert any("a: left out of every figure: in the reference 7 cases without a score" in n and "2 infinite" in n
+               and "in production 5 and 7" in n for n in got.notes)
+
+
+def _rewrite_log(log: Path, change) -> Path:
+    for f in sorted(log.glob("decisions-*.jsonl")):
+        lines = f.read_text().split("\n")
+        whole = [json.dumps(change(i, json.loads(x))) if x.endswith("}") else x for i, x in enumerate(lines)]
+        f.write_text("\n".join(whole))
+    return log
+
+
+def test_another_configuration_or_suite_is_refused_naming_what_differs(qa_run, base, tmp_path):
+    import hashlib
+    import shutil
+
+    import yaml
+
+    t = read_run(qa_run)
+    cal = np.flatnonzero(t.cal)
+    # A run whose rouge has another configuration (its manifest says so): refused, both hashes named.
+    prod = tmp_path / "prod"
+    shutil.copytree(qa_run, prod)
+    manifest = json.loads((prod / "manifest.json").read_text())
+    theirs = next(v for v in manifest["verifiers"] if v["id"] == "rouge")
+    ours = theirs["config_hash"]
+    theirs["config_hash"] = "0123456789abcdef"
+    (prod / "manifest.json").write_text(json.dumps(manifest))
+    r = _drift(base, prod, "--summary", tmp_path / "d.md")
+    assert r.exit_code == 2, r.output
+    assert f"check 'rouge': config hash {ours} in the reference" in r.output and "0123456789abcdef in production" in r.output
+    # A log served under a policy fitted elsewhere: its thresholds are not the reference's.
+    log = _rewrite_log(write_guard_log(qa_run, tmp_path / "log", rows=cal), lambda i, rec: {**rec, "decision": {
+        **rec["decision"], "checks": [{**c, "threshold": c["threshold"] + 0.05} for c in rec["decision"]["checks"]]}})
+    r = _drift(base, log)
+    assert r.exit_code == 2 and "were made at a threshold the reference does not hold" in r.output, r.output
+    # With the policy the guard served: only its decisions are compared, the others counted.
+    policy = tmp_path / "policy.yaml"
+    vb.thresholds(qa_run, out=policy)
+    digest = hashlib.sha256(policy.read_bytes()).hexdigest()[:16]
+    log = _rewrite_log(write_guard_log(qa_run, tmp_path / "log2", rows=cal, torn=False), lambda i, rec: {
+        **rec, "decision": {**rec["decision"], "policy_hash": digest if i % 3 else "another-policy",
+                            "checks": [{**c, "threshold": c["threshold"] + (0 if i % 3 else 0.05)}
+                                       for c in rec["decision"]["checks"]]}})
+    r = _drift(base, log, "--policy", policy, "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    left = sum(1 for f in log.glob("*.jsonl") for i, x in enumerate(f.read_text().splitlines()) if i % 3 == 0)
+    assert any(f"{left} decisions made under another policy left out" in n and "another-policy" in n for n in res["notes"])
+    rouge = next(x for x in res["rows"] if x["check"] == "rouge" and x["slice"] == "all")
+    assert rouge["production_cases"] == len(cal) - left
+    # The policy of another suite, or with another configuration of a check: refused.
+    other = yaml.safe_load(policy.read_text())
+    other["dataset_hash"], other["suite"] = "f" * 64, "another-suite"
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(other))
+    r = _drift(base, log, "--policy", tmp_path / "other.yaml")
+    assert r.exit_code == 2 and "another suite: the policy" in r.output and "'another-suite' (dataset ffffffffffff)" in r.output
+    other = yaml.safe_load(policy.read_text())
+    other["verifiers"]["bleu"]["config_hash"] = "feedfacefeedface"
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(other))
+    r = _drift(base, log, "--policy", tmp_path / "other.yaml")
+    assert r.exit_code == 2 and "check 'bleu'" in r.output and "feedfacefeedface in the policy" in r.output
+    # No decision under the policy named: refused, naming the hashes the log holds.
+    r = _drift(base, write_guard_log(qa_run, tmp_path / "log3", rows=cal, torn=False), "--policy", policy)
+    assert r.exit_code == 2 and "no decision was made under the policy" in r.output and "p1 (" in r.output

@@ -593,6 +593,10 @@ def cascade_cmd(
         print(result["report"])
 
 
+QUEUE_HELP = ("a queue record (NAME.queue.jsonl, written by label-queue and label-merge) naming the ids queued; "
+              "default: the one beside each CSV. A row whose id no record names is listed and left out")
+
+
 @app.command(name="label-queue")
 def label_queue(
     source: Annotated[Path, typer.Argument(help="a guard log directory or a run directory")],
@@ -607,17 +611,20 @@ def label_queue(
     min_per_class: Annotated[int, typer.Option("--min-per-class", help="labeled cases of each class a slice needs")] = 30,
     verifiers_from: Annotated[Path | None, typer.Option(
         "--verifiers-from", help="a suite or run whose verifiers the generated suite uses (for a log)")] = None,
+    queue: Annotated[list[Path] | None, typer.Option("--queue", help=QUEUE_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Which N production cases to label next: a CSV with an empty label column, reviewer fields and the
-    checks' evidence, and a suite beside it that `verifybench run` reads once labeled."""
+    checks' evidence, its queue record (the ids queued), and a suite beside it that `verifybench run` reads
+    once labeled."""
     try:
         r = api.label_queue(source, budget, out, strategy=strategy, seed=seed, random_share=random_share,
-                            labeled=labeled, min_per_class=min_per_class, verifiers_from=verifiers_from)
+                            labeled=labeled, min_per_class=min_per_class, verifiers_from=verifiers_from, queues=queue)
     except VerifybenchError as e:
         _fail(e)
     for line in r["skipped_log_lines"]:
         _note(line)
+    _not_queued(r["not_queued"])
     if as_json:
         print(json.dumps(r))
         return
@@ -637,30 +644,47 @@ def label_queue(
 @app.command(name="label-merge")
 def label_merge(
     files: Annotated[list[Path], typer.Argument(help="labeled CSVs, newest first")],
-    out: Annotated[Path, typer.Option("--out", help="the merged CSV")],
+    out: Annotated[Path, typer.Option("--out", help="the merged CSV (its queue record is written beside it)")],
+    queue: Annotated[list[Path] | None, typer.Option("--queue", help=QUEUE_HELP)] = None,
 ) -> None:
     """Merge labeled queues: one row per case id. Exit 1 when two files label a case differently (the case
-    is kept with an empty label and a `conflict` cell naming both)."""
+    is kept with an empty label and a `conflict` cell naming both), or when a row's id is in no queue
+    record (listed, and left out)."""
     try:
-        r = api.label_merge(files, out)
+        r = api.label_merge(files, out, queues=queue)
     except VerifybenchError as e:
         _fail(e)
-    console.print(Text(f"{r['rows']} cases, {r['labeled']} labeled, {len(r['conflicts'])} conflicting"))
+    console.print(Text(f"{r['rows']} cases, {r['labeled']} labeled, {len(r['conflicts'])} conflicting, "
+                       f"{len(r['not_queued'])} in no queue (left out)"))
     for c in r["conflicts"]:
         err.print(Text(f"conflict: {c['id']}: {c['labels']}"), highlight=False)
+    _not_queued(r["not_queued"])
     print(r["csv"])
-    if r["conflicts"]:
+    if r["conflicts"] or r["not_queued"]:
         raise typer.Exit(1)
 
 
+def _not_queued(rows: list[dict[str, str]], shown: int = 50) -> None:
+    for r in rows[:shown]:
+        err.print(Text(f"not queued: {r['where']}: id {r['id']!r} is in no queue record: left out"), highlight=False,
+                  soft_wrap=True)
+    if len(rows) > shown:
+        err.print(Text(f"not queued: {len(rows) - shown} more rows like these left out"), highlight=False, soft_wrap=True)
+
+
 @app.command(name="label-estimate")
-def label_estimate(path: Annotated[Path, typer.Argument(help="a labeled queue CSV")]) -> None:
+def label_estimate(
+    path: Annotated[Path, typer.Argument(help="a labeled queue CSV")],
+    queue: Annotated[list[Path] | None, typer.Option("--queue", help=QUEUE_HELP)] = None,
+) -> None:
     """Hallucination rate and each check's flag rate, precision and recall from a labeled queue, weighted
-    by 1 / inclusion probability (the whole window) beside unweighted (the queue)."""
+    by 1 / inclusion probability (the whole window) beside unweighted (the queue). Exit 1 when a row's id
+    is in no queue record (listed, and left out of every figure)."""
     try:
-        r = api.label_estimate(path)
+        r = api.label_estimate(path, queues=queue)
     except VerifybenchError as e:
         _fail(e)
+    _not_queued(r["not_queued"])
     table = Table("estimate", "weighted (window)", "unweighted (queue)",
                   title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")
     table.add_row("hallucination rate", _f(r["hallucination_rate"]["weighted"]), _f(r["hallucination_rate"]["unweighted"]))
@@ -668,6 +692,8 @@ def label_estimate(path: Annotated[Path, typer.Argument(help="a labeled queue CS
         for k, d in m.items():
             table.add_row(Text(f"{v} {k}"), _f(d["weighted"]), _f(d["unweighted"]))
     console.print(table)
+    if r["not_queued"]:
+        raise typer.Exit(1)
 
 
 @app.command(name="drift")
@@ -686,13 +712,17 @@ def drift_cmd(
     out: Annotated[str | None, typer.Option(  # a str: a Path would drop the trailing slash that names a folder
         "--out", help="write the drift record `verifybench history` shows: a .json file, or a folder "
                       "(a new drift-<time>.json in it); a refusal too")] = None,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", help="the policy the guard that wrote the log served: only its decisions are compared, and its "
+                         "suite and config hashes are checked against the reference's")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Has production drifted from the baseline's test split? Exit 1 on drift beyond a limit, 2 when no
-    comparison can be made. Unlabeled production data is enough."""
+    comparison can be made (no check in common, another configuration or suite). Unlabeled production data
+    is enough."""
     try:
         result = api.drift(reference, source, max_psi, max_flag_rate_change, max_unseen_share, min_cases, summary,
-                           mlflow=mlflow, out=out)
+                           mlflow=mlflow, out=out, policy=policy)
     except VerifybenchError as e:
         if (written := getattr(e, "record", None)) is not None:  # a refusal is recorded too
             _note(f"drift record written to {written}")
@@ -700,11 +730,15 @@ def drift_cmd(
     if as_json:
         print(json.dumps({**result.as_dict(), **({"record": str(result.record)} if result.record else {})}))
         raise typer.Exit(result.exit_code)
-    table = Table("check", "slice", "cases ref / prod", "flag rate ref", "prod", "change", "PSI", "KS", "KS p", "result",
+    from verifybench.feedback.drift import left_out
+
+    table = Table("check", "slice", "cases ref / prod", "left out ref / prod", "flag rate ref", "prod", "change", "PSI",
+                  "KS", "KS p", "result",
                   title="drift: production against the reference's test split, at the policy's thresholds")
     for r in result.rows:
         shown = r["status"] + (f": {r['why']}" if r.get("why") else "")
         table.add_row(Text(r["check"]), Text(r["slice"]), f"{r['reference_cases']} / {r['production_cases']}",
+                      f"{left_out(r, 'reference')} / {left_out(r, 'production')}",
                       _f(r["reference_flag_rate"]), _f(r["production_flag_rate"]), _f(r["flag_rate_change"]),
                       _f(r["psi"]), _f(r["ks_statistic"]), _f(r["ks_p_value"], 4),
                       Text(shown, style="red" if r["status"] == "drift" else ""))

@@ -15,15 +15,26 @@ window is a guard decision log or a run directory. Per check, over all cases and
   threshold, fitted on other documents).
 Exit codes as the gate's: 0 within limits, 1 drift beyond a limit, 2 no comparison possible. A slice with
 fewer than `min_cases` cases on either side is reported, not gated.
+
+A score that is not a finite number (an error verdict, a null, a NaN, an infinity) is left out of every
+figure and counted, per side, in each row and in a note. Both sides must be the same checks: a check
+whose config hash differs between the reference and production (a run's manifest, or the policy a log
+was served under, `policy`) is refused, and so is a policy fitted on another suite's data than the
+reference's. A log records no configuration, but each decision's threshold: a check decided at a
+threshold the reference does not hold means the log was served under a policy fitted elsewhere, and is
+refused too (with `policy`, only the decisions made under that policy are compared, the rest counted).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from verifybench.errors import VerifybenchError
 from verifybench.feedback.runs import read_run
@@ -54,6 +65,39 @@ class Reference:
     doc_type: np.ndarray  # object
     thresholds: dict[str, dict[str, float]]  # verifier -> slice -> threshold (OVERALL included)
     by: str
+    suite: str | None = None
+    dataset_hash: str | None = None
+    configs: dict[str, str | None] = field(default_factory=dict)  # verifier -> config hash
+
+
+@dataclass
+class ServedPolicy:
+    """What drift reads of the policy a guard served: its hash as the guard logs it (the sha256 of its
+    bytes, first 16 hex digits), the suite and data it was fitted on, its checks' config hashes."""
+
+    path: Path
+    hash: str
+    suite: str | None
+    dataset_hash: str | None
+    configs: dict[str, str | None]
+
+
+def served_policy(path: str | Path) -> ServedPolicy:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+        doc = yaml.safe_load(data)
+    except OSError as e:
+        raise DriftRefused(f"{p}: cannot read the policy ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise DriftRefused(f"{p}: not a verifybench policy (invalid YAML: {e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("thresholds"), dict) or "by" not in doc:
+        raise DriftRefused(f"{p}: not a verifybench policy (needs 'by' and 'thresholds')")
+    verifiers = doc["verifiers"] if isinstance(doc.get("verifiers"), dict) else {}
+    return ServedPolicy(path=p, hash=hashlib.sha256(data).hexdigest()[:16], suite=doc.get("suite"),
+                        dataset_hash=doc.get("dataset_hash"),
+                        configs={str(k): v.get("config_hash") if isinstance(v, dict) else None
+                                 for k, v in verifiers.items()})
 
 
 @dataclass
@@ -97,7 +141,9 @@ def reference(path: str | Path) -> Reference:
                 per[OVERALL] = whole
             slices[vid] = per
         return Reference(source=str(p), scores={v: c.score[sel] for v, c in t.checks.items()}, doc_type=doc,
-                         thresholds=slices, by=t.settings.by)
+                         thresholds=slices, by=t.settings.by, suite=t.manifest["suite"].get("name"),
+                         dataset_hash=(t.manifest.get("dataset") or {}).get("hash"),
+                         configs={v: c.config_hash for v, c in t.checks.items()})
     try:
         doc_ = read_json(p)
     except VerifybenchError:
@@ -124,7 +170,9 @@ def reference(path: str | Path) -> Reference:
             scores[vid] = s
         thresholds[vid] = {k: r["threshold"] for k, r in (v.get("slices") or {}).items() if r.get("threshold") is not None}
     return Reference(source=str(p), scores=scores, doc_type=slice_of if by == "doc_type" else
-                     np.full(len(ids), "none", dtype=object), thresholds=thresholds, by=by)
+                     np.full(len(ids), "none", dtype=object), thresholds=thresholds, by=by, suite=doc_.get("suite"),
+                     dataset_hash=doc_.get("dataset_hash"),
+                     configs={vid: v.get("config_hash") for vid, v in doc_["verifiers"].items()})
 
 
 def psi(ref: np.ndarray, cur: np.ndarray, bins: int = BINS) -> float:
@@ -151,8 +199,88 @@ def _threshold_table(thr: dict[str, float], names: list[str]) -> np.ndarray:
     return np.array([whole if n == OVERALL else thr.get(n, whole) for n in names] + [whole], dtype=float)  # -1: none
 
 
+def _short(h: Any) -> str:
+    return str(h)[:12]
+
+
+def _same_checks(ref: Reference, win: Window, shared: list[str], policy: ServedPolicy | None) -> tuple[Window, list[str]]:
+    """Refuse (exit 2) two sides that are not the same checks on the same footing, naming what differs;
+    return the window to compare (a log's decisions under `policy` only) and notes on what was left out
+    or could not be checked."""
+    notes: list[str] = []
+    if policy is not None:
+        if ref.dataset_hash and policy.dataset_hash and ref.dataset_hash != policy.dataset_hash:
+            raise DriftRefused(f"another suite: the policy {policy.path} was fitted on {policy.suite!r} (dataset "
+                               f"{_short(policy.dataset_hash)}), the reference {ref.source} is from {ref.suite!r} "
+                               f"(dataset {_short(ref.dataset_hash)}); compare with the baseline of the run the "
+                               "policy was fitted on")
+        for vid in shared:
+            a, b = ref.configs.get(vid), policy.configs.get(vid)
+            if a and b and a != b:
+                raise DriftRefused(f"check {vid!r}: config hash {a} in the reference ({ref.source}), {b} in the policy "
+                                   f"{policy.path}: the same id, another configuration, so its scores do not compare")
+        if win.policy_hash is not None:
+            keep = win.policy_hash == policy.hash
+            found = ", ".join(f"{h} ({n})" for h, n in Counter(win.policy_hash.tolist()).most_common(5))
+            if not keep.any():
+                raise DriftRefused(f"{win.source}: no decision was made under the policy {policy.path} (hash "
+                                   f"{policy.hash}); the log's policy hashes (decisions): {found}")
+            if not keep.all():
+                notes.append(f"{int((~keep).sum())} decisions made under another policy left out (the log's policy "
+                             f"hashes: {found}); only those under {policy.path} ({policy.hash}) are compared")
+                win = win.subset(keep)
+            win.configs = {v: policy.configs.get(v) for v in win.scores}
+    for vid in shared:
+        a, b = ref.configs.get(vid), win.configs.get(vid)
+        if a and b and a != b:
+            raise DriftRefused(f"check {vid!r}: config hash {a} in the reference ({ref.source}), {b} in production "
+                               f"({win.source}): the same id, another configuration, so its scores do not compare")
+    if win.kind == "log":
+        for vid in shared:
+            _refuse_other_thresholds(ref, win, vid)
+        if policy is None:
+            hashes = Counter(win.policy_hash.tolist()) if win.policy_hash is not None else Counter()
+            notes.append("a log records no configuration: give --policy (the policy the guard served) to check its "
+                         "checks' config hashes and suite against the reference's"
+                         + (f"; its decisions were made under {len(hashes)} policies ("
+                            + ", ".join(f"{h}: {n}" for h, n in hashes.most_common(5)) + ")" if len(hashes) > 1 else ""))
+    return win, notes
+
+
+def _refuse_other_thresholds(ref: Reference, win: Window, vid: str) -> None:
+    """A log's decisions for `vid` were made at thresholds the reference holds (any of its slices'), else
+    the log was served under a policy fitted on another run: refused."""
+    logged = win.thresholds[vid]
+    has = np.isfinite(logged)
+    if not has.any():
+        return
+    held = np.array(sorted({float(x) for x in ref.thresholds.get(vid, {}).values() if x is not None}), dtype=float)
+    values, inverse = np.unique(logged[has], return_inverse=True)
+    known = (np.isclose(values[:, None], held[None, :], rtol=1e-9, atol=0.0).any(axis=1) if len(held)
+             else np.zeros(len(values), bool))
+    bad = ~known[inverse]
+    if bad.any():
+        seen = ", ".join(f"{x:.6g}" for x in values[~known][:5])
+        raise DriftRefused(f"check {vid!r}: {int(bad.sum())} of {int(has.sum())} production decisions in {win.source} "
+                           f"were made at a threshold the reference does not hold (logged {seen}; the reference's: "
+                           f"{', '.join(f'{x:.6g}' for x in held) or 'none'}): the log was served under a policy fitted "
+                           f"on another run than {ref.source}. Compare with the baseline of the run the served policy "
+                           "was fitted on, or give --policy POLICY to compare only the decisions made under it")
+
+
+def _left_out(vid: str, ra: np.ndarray, rb: np.ndarray) -> str | None:
+    """A note on the scores of `vid` that are not finite numbers (left out of every figure), or None."""
+    counts = [(int(np.isnan(x).sum()), int(np.isinf(x).sum())) for x in (ra, rb)]
+    if not any(a or b for a, b in counts):
+        return None
+    (ea, ia), (eb, ib) = counts
+    return (f"{vid}: left out of every figure: in the reference {ea} cases without a score (an error, a null or a "
+            f"NaN) and {ia} infinite; in production {eb} and {ib}")
+
+
 def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate_change: float = MAX_FLAG_RATE_CHANGE,
-            max_unseen_share: float = MAX_UNSEEN_SHARE, min_cases: int = MIN_CASES) -> DriftResult:
+            max_unseen_share: float = MAX_UNSEEN_SHARE, min_cases: int = MIN_CASES,
+            policy: ServedPolicy | None = None) -> DriftResult:
     from scipy.stats import ks_2samp
 
     shared = [v for v in ref.scores if v in win.scores]
@@ -161,7 +289,9 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
                            f"{win.source} has {', '.join(win.scores) or 'none'}")
     if not len(win):
         raise DriftRefused(f"{win.source}: no production case to compare")
-    notes = list(win.skipped)
+    win, checked = _same_checks(ref, win, shared, policy)
+    notes = list(win.skipped) + checked
+    notes += [n for n in (_left_out(v, ref.scores[v], win.scores[v]) for v in shared) if n]
     if ref.by != "doc_type":
         notes.append(f"the reference's slices are by {ref.by}, not doc type: only the whole set is compared per doc "
                      "type against the whole-set threshold")
@@ -179,10 +309,12 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
             b = every_b if code < 0 else wc == code
             ra, rb = ref.scores[vid][a], win.scores[vid][b]
             ta, tb = t_ref[a], t_win[b]
-            oka, okb = ~np.isnan(ra), ~np.isnan(rb)
+            oka, okb = np.isfinite(ra), np.isfinite(rb)  # no score (NaN) and an infinity: left out, counted
             row: dict[str, Any] = {"check": vid, "slice": key, "reference_cases": int(oka.sum()),
                                    "production_cases": int(okb.sum()),
-                                   "production_errors": int((~okb).sum())}
+                                   "reference_errors": int(np.isnan(ra).sum()), "reference_infinite": int(np.isinf(ra).sum()),
+                                   "production_errors": int(np.isnan(rb).sum()),
+                                   "production_infinite": int(np.isinf(rb).sum())}
             if code < 0:
                 row["threshold"] = thr.get(OVERALL)
                 if own:
@@ -230,6 +362,11 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
     return result
 
 
+def left_out(row: dict[str, Any], side: str) -> int:
+    """A row's cases on `side` left out for a score that is not a finite number."""
+    return int(row.get(f"{side}_errors") or 0) + int(row.get(f"{side}_infinite") or 0)
+
+
 def _f(x: Any, d: int = 3) -> str:
     return "–" if x is None else f"{x:.{d}f}"
 
@@ -239,11 +376,12 @@ def markdown(r: DriftResult, ref: str, win: str, max_psi: float, max_change: flo
     lines = [f"### verifybench drift: {verdict}", "",
              f"Production `{win}` against the test split of `{ref}`, at the policy's thresholds (held). Limits: "
              f"PSI {max_psi:g}, flag-rate change ±{max_change:g}, unseen doc types {r.unseen['limit']:.0%} of cases.",
-             "", "| check | slice | cases ref / prod | flag rate ref | prod | change | PSI | KS | KS p | result |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "", "| check | slice | cases ref / prod | left out ref / prod | flag rate ref | prod | change | PSI | KS | "
+             "KS p | result |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in r.rows:
         res = row["status"] + (f": {row['why']}" if row.get("why") else "")
         lines.append(f"| {row['check']} | {row['slice']} | {row['reference_cases']} / {row['production_cases']} | "
+                     f"{left_out(row, 'reference')} / {left_out(row, 'production')} | "
                      f"{_f(row['reference_flag_rate'])} | {_f(row['production_flag_rate'])} | "
                      f"{_f(row['flag_rate_change'])} | {_f(row['psi'])} | {_f(row['ks_statistic'])} | "
                      f"{_f(row['ks_p_value'], 4)} | {res} |")
@@ -261,22 +399,25 @@ def refusal_markdown(reason: str) -> str:
 def drift(reference_path: str | Path, source: str | Path, max_psi: float | None = None,
           max_flag_rate_change: float | None = None, max_unseen_share: float | None = None,
           min_cases: int | None = None, summary: str | Path | None = None, mlflow: str | None = None,
-          out: str | Path | None = None) -> DriftResult:
+          out: str | Path | None = None, policy: str | Path | None = None) -> DriftResult:
     """A production window (`source`: a guard log directory or a run directory) against a baseline's (or a
     run's) test split, at the policy's thresholds: flag rate, PSI and Kolmogorov-Smirnov per check and doc
     type, and the share of doc types without a slice (`verifybench drift`). Limits left None take their
     defaults (MAX_PSI, ...). Writes the Markdown summary to `summary` when given (a refusal too); with
     `out` writes the drift record the history page reads (`tracking.drift_record`: a file, or a new
     `drift-<time>.json` in a folder; a refusal too, its path then in `DriftRefused.record`); with `mlflow`
-    (a tracking URI) logs the figures as one MLflow run. Returns a `DriftResult` (exit code 0 or 1; the
-    record's path in `record`); raises `DriftRefused` (exit 2)."""
+    (a tracking URI) logs the figures as one MLflow run. `policy`: the policy file the guard that wrote the
+    log served: only the decisions made under it are compared, and its suite and config hashes are checked
+    against the reference's. Returns a `DriftResult` (exit code 0 or 1; the record's path in `record`);
+    raises `DriftRefused` (exit 2)."""
     psi_, change, unseen = (MAX_PSI if max_psi is None else max_psi,
                             MAX_FLAG_RATE_CHANGE if max_flag_rate_change is None else max_flag_rate_change,
                             MAX_UNSEEN_SHARE if max_unseen_share is None else max_unseen_share)
     least = MIN_CASES if min_cases is None else min_cases
     limits = {"max_psi": psi_, "max_flag_rate_change": change, "max_unseen_share": unseen, "min_cases": least}
     try:
-        result = compare(reference(reference_path), open_source(source), psi_, change, unseen, least)
+        served = None if policy is None else served_policy(policy)
+        result = compare(reference(reference_path), open_source(source), psi_, change, unseen, least, served)
     except VerifybenchError as e:
         if summary:
             Path(summary).parent.mkdir(parents=True, exist_ok=True)

@@ -26,18 +26,30 @@ tested on.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
-from verifybench.errors import VerifybenchError
+from verifybench.errors import DataError, Location, RecordError, VerifybenchError
 from verifybench.feedback.window import Window, open_source
 from verifybench.loaders.fields import FieldSpec, MissingLabel
+from verifybench.loaders.labelqueue import (
+    FORMULA_START,
+    neutralise,
+    read_record,
+    read_rows,
+    record_path,
+    write_record,
+)
+from verifybench.safeio import replace_atomically, temp_path
 
 STRATEGIES = ("uncertain", "stratified", "disagree")
 REVIEW_FIELDS = ["label", "reviewer", "reviewed_at", "review_note"]
@@ -158,28 +170,72 @@ def select(w: Window, pool: np.ndarray, budget: int, strategy: str, seed: int, r
 def parse_label(value: Any) -> bool | None:
     """True (hallucinated), False (faithful), or None for an empty cell; a value that is neither is an
     error (the caller names the file and row)."""
-    if value is None or str(value).strip() == "":
+    return None if value is None else _label_of(str(value).strip())
+
+
+@functools.lru_cache(maxsize=256)  # a queue holds a handful of label spellings, read once each
+def _label_of(text: str) -> bool | None:
+    if not text:
         return None
     try:
-        return _LABELS.label_of(str(value).strip())
+        return _LABELS.label_of(text)
     except MissingLabel:
         return None
 
 
-def read_labeled(path: str | Path) -> list[dict[str, str]]:
-    path = Path(path)
+def records_for(files: Sequence[str | Path], queues: Sequence[str | Path] | None = None) -> list[Path]:
+    """The queue records that say which ids were queued: the one beside each file, and those given. A
+    file with no record beside it needs `queues` (a CSV renamed, or written before queue records)."""
+    found = [Path(q) for q in queues or []]
+    for path in files:
+        beside = record_path(path)
+        if beside.exists():
+            found.append(beside)
+        elif not queues:
+            raise VerifybenchError(f"{path}: no queue record beside it ({beside.name}, written by label-queue), so "
+                                   "nothing says which of its ids were queued; name the queue records its rows "
+                                   "come from with --queue")
+    return list(dict.fromkeys(found))
+
+
+def known_ids(records: list[Path]) -> set[str]:
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except FileNotFoundError:
-        raise VerifybenchError(f"{path}: no such labeled file") from None
-    if rows and "id" not in rows[0]:
-        raise VerifybenchError(f"{path}: no 'id' column; is it a label queue?")
-    for i, r in enumerate(rows, 2):
-        try:
-            parse_label(r.get("label"))
-        except ValueError as e:
-            raise VerifybenchError(f"{path}:{i}: field 'label': {e}") from None
+        return {cid for r in records for cid in read_record(r)}
+    except DataError as e:
+        raise VerifybenchError(str(e)) from None
+
+
+def iter_labeled(path: str | Path) -> Iterator[tuple[Location, dict[str, str], bool | None]]:
+    """A labeled queue's rows, streamed, each with its place (`file:line`) and label (None: empty): cells
+    restored, a byte-order mark read, the id column and every label checked (an error names the file,
+    line and field)."""
+    path = Path(path)
+    if not path.is_file():
+        raise VerifybenchError(f"{path}: no such labeled file")
+    try:
+        for rec in read_rows(path):
+            if isinstance(rec, RecordError):
+                raise VerifybenchError(str(rec))
+            if "id" not in rec.data:
+                raise VerifybenchError(f"{path}: no 'id' column (columns: {', '.join(rec.data)}); is it a label queue?")
+            try:
+                label = parse_label(rec.data.get("label"))
+            except ValueError as e:
+                raise VerifybenchError(f"{rec.loc}: field 'label': {e}") from None
+            yield rec.loc, rec.data, label
+    except DataError as e:
+        raise VerifybenchError(str(e)) from None
+
+
+def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A labeled queue's rows whose id some queue record names; the others appended to `left_out` (id and
+    place), never used."""
+    rows = []
+    for where, r, _ in iter_labeled(path):
+        if r["id"] in known:
+            rows.append(r)
+        else:
+            left_out.append({"id": r["id"], "where": str(where)})
     return rows
 
 
@@ -252,15 +308,19 @@ def _jsonable_text(value: Any) -> str:
 
 def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str = "uncertain", seed: int = 0,
                 random_share: float = 0.2, labeled: list[str | Path] | None = None,
-                min_per_class: int = 30, verifiers_from: str | Path | None = None) -> dict[str, Any]:
-    """Write `out` (a CSV of `budget` distinct cases to label) and a suite file beside it; return a report:
-    the picks by part and stratum, per doc type what the labeled set holds and still needs, torn log lines
-    skipped."""
+                min_per_class: int = 30, verifiers_from: str | Path | None = None,
+                queues: list[str | Path] | None = None) -> dict[str, Any]:
+    """Write `out` (a CSV of `budget` distinct cases to label), its queue record and a suite file beside
+    it; return a report: the picks by part and stratum, per doc type what the labeled set holds and still
+    needs, torn log lines skipped, and the rows of `labeled` files whose id no queue record names (left
+    out). `queues`: queue records for `labeled` files with none beside them."""
     w = open_source(source)
     out = Path(out)
     done: dict[str, bool | None] = {}
+    left_out: list[dict[str, str]] = []
+    known = known_ids(records_for(labeled or [], queues)) if labeled else set()
     for path in labeled or []:
-        for r in read_labeled(path):
+        for r in read_labeled(path, known, left_out):
             lab = parse_label(r.get("label"))
             if lab is not None or r["id"] not in done:
                 done[r["id"]] = lab
@@ -272,14 +332,12 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
     header = ["id", *REVIEW_FIELDS, "doc_type", "question", "response", "sources", "evidence", "action",
               *(f"score:{v}" for v in vids), *(f"flagged:{v}" for v in vids), "part", "stratum", "inclusion_prob",
               "weight", "split", "case_meta", "window"]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as f:
-        wr = csv.DictWriter(f, fieldnames=header)
-        wr.writeheader()
+
+    def lines() -> Iterator[dict[str, Any]]:
         for k, (row, text) in enumerate(zip(rows.tolist(), texts)):
             cid = str(w.ids[row])
             ev = _evidence(w, row, text)
-            wr.writerow({
+            yield {
                 "id": cid, **{k_: "" for k_ in REVIEW_FIELDS}, "doc_type": w.doc_type[row],
                 "question": text.get("question") or "", "response": text.get("response") or "",
                 "sources": _jsonable_text(_sources(text.get("sources"))), "evidence": _jsonable_text(ev),
@@ -289,15 +347,41 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
                 "part": sel["part"][k], "stratum": sel["stratum"][k],
                 "inclusion_prob": repr(float(sel["inclusion_prob"][k])), "weight": repr(float(sel["weight"][k])),
                 "split": id_split(cid), "case_meta": _jsonable_text(text.get("meta") or {}), "window": w.source,
-            })
+            }
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(out, header, lines())
+    record = write_record(record_path(out), (str(w.ids[r]) for r in rows.tolist()), csv=out.name, source=w.source,
+                          strategy=strategy, seed=seed, budget=budget, created=_now())
     suite_path = write_suite(out, _suite_verifiers(w, verifiers_from), min_per_class)
     needs = slice_needs(w, rows, done, min_per_class)
     parts = {p: int((sel["part"] == p).sum()) for p in dict.fromkeys(sel["part"].tolist())}
-    return {"csv": str(out), "suite": str(suite_path), "source": w.source, "kind": w.kind, "window_cases": len(w),
-            "already_labeled": len(done), "pool": int(len(pool)), "budget": budget, "strategy": strategy,
-            "seed": seed, "random_share": random_share, "parts": parts,
+    return {"csv": str(out), "suite": str(suite_path), "queue": str(record), "source": w.source, "kind": w.kind,
+            "window_cases": len(w), "already_labeled": len(done), "pool": int(len(pool)), "budget": budget,
+            "strategy": strategy, "seed": seed, "random_share": random_share, "parts": parts,
             "strata": {s: int((sel["stratum"] == s).sum()) for s in dict.fromkeys(sel["stratum"].tolist())},
-            "needs": needs, "skipped_log_lines": w.skipped}
+            "needs": needs, "skipped_log_lines": w.skipped, "not_queued": left_out}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_csv(path: Path, header: list[str], rows: Iterator[dict[str, Any]]) -> None:
+    """A CSV for people, streamed and written by rename: every text cell neutralised for spreadsheets
+    (`loaders.labelqueue.neutralise`), the header too."""
+    tmp = temp_path(path)
+    try:
+        with open(tmp, "x", newline="", encoding="utf-8") as f:  # a new file: never through a planted link
+            wr = csv.writer(f)
+            wr.writerow([neutralise(h) for h in header])
+            for r in rows:
+                wr.writerow([v if v.__class__ is str and not v.startswith(FORMULA_START) else neutralise(v)
+                             for v in (r.get(h, "") for h in header)])
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    replace_atomically(tmp, path)
 
 
 def slice_needs(w: Window, rows: np.ndarray, done: dict[str, bool | None], min_per_class: int) -> dict[str, Any]:
@@ -326,13 +410,15 @@ def slice_needs(w: Window, rows: np.ndarray, done: dict[str, bool | None], min_p
 
 
 def write_suite(csv_path: Path, verifiers: list[Any], min_per_class: int = 30) -> Path:
-    """The suite beside the CSV that reads it back: rows whose label is still empty are skipped (and
-    counted as skipped records), the rest run as any suite does."""
+    """The suite beside the CSV that reads it back (`loader: label-queue`: cells restored): rows whose label
+    is still empty, and rows whose id the queue record does not name, are skipped (and counted as skipped
+    records), the rest run as any suite does."""
     name = csv_path.stem
     doc = {
         "name": name,
         "description": f"label queue {csv_path.name}, read back once labeled (written by verifybench label-queue)",
-        "dataset": {"loader": "csv", "path": f"./{csv_path.name}", "name": name, "on_error": "skip",
+        "dataset": {"loader": "label-queue", "path": f"./{csv_path.name}", "queue": f"./{record_path(csv_path).name}",
+                    "name": name, "on_error": "skip",
                     "fields": {"id": "id", "response": "response", "sources": "sources", "question": "question",
                                "label": "label", "doc_type": "doc_type", "split": "split",
                                "meta": ["part", "stratum", "weight", "inclusion_prob", "action", "reviewer"]}},
@@ -346,53 +432,100 @@ def write_suite(csv_path: Path, verifiers: list[Any], min_per_class: int = 30) -
     return path
 
 
-def merge(files: list[str | Path], out: str | Path) -> dict[str, Any]:
-    """Merge labeled queues (newest first) into one CSV with one row per case id. A case labeled in
-    several files with different labels keeps an empty label and a `conflict` cell naming each file's
-    label: reported, never resolved silently. An empty label never overrides a filled one."""
-    merged: dict[str, dict[str, str]] = {}
-    labels: dict[str, list[tuple[str, str, bool]]] = {}
-    header: list[str] = []
-    for path in files:
-        rows = read_labeled(path)
-        for r in rows:
-            header += [k for k in r if k not in header]
-            cid = r["id"]
-            lab = parse_label(r.get("label"))
-            if lab is not None:
-                labels.setdefault(cid, []).append((Path(path).name, r["label"], lab))
-            if cid not in merged or (parse_label(merged[cid].get("label")) is None and lab is not None):
-                merged[cid] = dict(r)
-    conflicts = []
-    for cid, got in labels.items():
-        if len({x[2] for x in got}) > 1:
-            said = "; ".join(f"{f}: {raw}" for f, raw, _ in got)
-            merged[cid]["label"] = ""
-            merged[cid]["conflict"] = said
-            conflicts.append({"id": cid, "labels": said})
-    if "conflict" not in header:
-        header.append("conflict")
+def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | None = None) -> dict[str, Any]:
+    """Merge labeled queues (newest first) into one CSV with one row per case id, and its queue record. A
+    case labeled in several files with different labels keeps an empty label and a `conflict` cell naming
+    each file's label: reported, never resolved silently. An empty label never overrides a filled one. A
+    row whose id no queue record names (the records beside the files, and `queues`) is listed in
+    `not_queued` and left out.
+
+    Streamed: each file is read twice (once to index ids and labels, once to copy the rows kept), and the
+    index is an SQLite file on disk, so memory does not grow with the files. Rows are written in the order
+    of the row kept for each id (the first labeled one, else the first)."""
+    import sqlite3
+    import tempfile
+
+    paths = [Path(f) for f in files]
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as f:
-        wr = csv.DictWriter(f, fieldnames=header)
-        wr.writeheader()
-        for r in merged.values():
-            wr.writerow({k: r.get(k, "") for k in header})
-    return {"csv": str(out), "rows": len(merged), "labeled": sum(parse_label(r.get("label")) is not None
-                                                                for r in merged.values()),
-            "conflicts": conflicts}
+    records = records_for(paths, queues)
+    header: list[str] = []
+    not_queued: list[dict[str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="verifybench-merge-") as tmp:
+        db = sqlite3.connect(Path(tmp) / "index.db")
+        db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;"
+                         "CREATE TABLE known(id TEXT PRIMARY KEY) WITHOUT ROWID;"
+                         "CREATE TABLE row(pos INTEGER PRIMARY KEY, id TEXT, file INTEGER, line INTEGER, lab INTEGER,"
+                         " raw TEXT);")
+        try:
+            for r in records:
+                db.executemany("INSERT OR IGNORE INTO known VALUES (?)", ((cid,) for cid in read_record(r)))
+        except DataError as e:
+            raise VerifybenchError(str(e)) from None
+
+        def index() -> Iterator[tuple[Any, ...]]:
+            for fi, path in enumerate(paths):
+                first = True
+                for where, r, lab in iter_labeled(path):
+                    if first:  # every row of a file has its header's keys
+                        header.extend(k for k in r if k not in header)
+                        first = False
+                    yield (r["id"], fi, where.line, None if lab is None else int(lab), None if lab is None else r["label"])
+
+        db.executemany("INSERT INTO row(id, file, line, lab, raw) VALUES (?, ?, ?, ?, ?)", index())
+        db.executescript("CREATE INDEX row_id ON row(id, pos);"
+                         "CREATE TABLE kept AS SELECT COALESCE(MIN(CASE WHEN lab IS NOT NULL THEN pos END), MIN(pos))"
+                         " AS pos, COUNT(DISTINCT lab) AS kinds FROM row JOIN known USING (id) GROUP BY id;"
+                         "CREATE INDEX kept_pos ON kept(pos);")
+        first_unknown = ("SELECT id, file, line FROM row WHERE pos IN (SELECT MIN(pos) FROM row WHERE id NOT IN"
+                         " (SELECT id FROM known) GROUP BY id) ORDER BY pos")
+        for cid, fi, line in db.execute(first_unknown):
+            not_queued.append({"id": cid, "where": f"{paths[fi]}:{line}"})
+        said: dict[str, list[str]] = {}
+        for cid, fi, raw in db.execute("SELECT id, file, raw FROM row WHERE lab IS NOT NULL AND id IN (SELECT r.id FROM"
+                                       " kept k JOIN row r USING (pos) WHERE k.kinds > 1) ORDER BY pos"):
+            said.setdefault(cid, []).append(f"{paths[fi].name}: {raw}")
+        conflict = {cid: "; ".join(got) for cid, got in said.items()}
+        conflicts = [{"id": cid, "labels": labels} for cid, labels in conflict.items()]
+        if "conflict" not in header:
+            header.append("conflict")
+        n = {"rows": 0, "labeled": 0}
+
+        def kept() -> Iterator[dict[str, str]]:
+            wanted = (p for (p,) in db.execute("SELECT pos FROM kept ORDER BY pos"))
+            nxt, pos = next(wanted, None), 0
+            for path in paths:
+                for _, r, lab in iter_labeled(path):
+                    pos += 1  # the INTEGER PRIMARY KEY counts rows from 1 in the order they were read
+                    if pos != nxt:
+                        continue
+                    nxt = next(wanted, None)
+                    if r["id"] in conflict:
+                        r, lab = {**r, "label": "", "conflict": conflict[r["id"]]}, None
+                    n["rows"] += 1
+                    n["labeled"] += lab is not None
+                    yield r
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_csv(out, header, kept())
+        ids = (cid for (cid,) in db.execute("SELECT r.id FROM kept k JOIN row r USING (pos) ORDER BY k.pos"))
+        record = write_record(record_path(out), ids, csv=out.name, merged_from=[p.name for p in paths],
+                              created=_now())
+        db.close()
+    return {"csv": str(out), "queue": str(record), **n, "conflicts": conflicts, "not_queued": not_queued}
 
 
-def estimate(path: str | Path) -> dict[str, Any]:
+def estimate(path: str | Path, queues: list[str | Path] | None = None) -> dict[str, Any]:
     """From one labeled queue: the hallucination rate, and per check its flag rate, precision and recall
     at the thresholds it was queued with, weighted by 1 / inclusion probability (estimates for the whole
-    window) and unweighted (the queue itself). Unlabeled rows are left out, and counted."""
-    rows = read_labeled(path)
+    window) and unweighted (the queue itself). Unlabeled rows are left out, and counted; rows whose id no
+    queue record names (the one beside the file, or `queues`) are left out, and listed in `not_queued`."""
+    not_queued: list[dict[str, str]] = []
+    rows = read_labeled(path, known_ids(records_for([path], queues)), not_queued)
     lab = [parse_label(r.get("label")) for r in rows]
     keep = [i for i, v in enumerate(lab) if v is not None]
     if not keep:
-        raise VerifybenchError(f"{path}: no labeled row yet")
+        raise VerifybenchError(f"{path}: no labeled row yet" + (f" ({len(not_queued)} rows in no queue left out)"
+                                                                 if not_queued else ""))
     y = np.array([lab[i] for i in keep], bool)
     try:
         wt = np.array([float(rows[i]["weight"]) for i in keep])
@@ -409,7 +542,8 @@ def estimate(path: str | Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {"rows": len(rows), "labeled": len(keep), "unlabeled_left_out": len(rows) - len(keep),
                            "window_cases_represented": float(wt.sum()),
-                           "hallucination_rate": both(y, np.ones(len(y), bool)), "checks": {}}
+                           "hallucination_rate": both(y, np.ones(len(y), bool)), "checks": {},
+                           "not_queued": not_queued}
     for v in checks:
         raw = [rows[i].get(f"flagged:{v}", "") for i in keep]
         has = np.array([x != "" for x in raw])

@@ -46,9 +46,23 @@ class Window:
     records: list[dict[str, Any]] | None = None  # a log's records (texts), in order
     run: RunTable | None = None
     skipped: list[str] = field(default_factory=list)  # torn lines, reported
+    configs: dict[str, str | None] = field(default_factory=dict)  # check -> config hash, where recorded (a run)
+    policy_hash: np.ndarray | None = None  # a log's: per case, the hash of the policy it was decided under
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def subset(self, keep: np.ndarray) -> Window:
+        """The cases where `keep` holds (a log's: its records too)."""
+        rows = np.flatnonzero(keep)
+        return Window(source=self.source, kind=self.kind, ids=self.ids[rows], doc_type=self.doc_type[rows],
+                      scores={v: s[rows] for v, s in self.scores.items()},
+                      thresholds={v: t[rows] for v, t in self.thresholds.items()}, action=self.action[rows],
+                      label=None if self.label is None else self.label[rows],
+                      records=None if self.records is None else [self.records[i] for i in rows.tolist()],
+                      run=self.run if len(rows) == len(self) else None, skipped=list(self.skipped),
+                      configs=dict(self.configs),
+                      policy_hash=None if self.policy_hash is None else self.policy_hash[rows])
 
     def flagged(self, vid: str) -> np.ndarray:
         s, t = self.scores[vid], self.thresholds[vid]
@@ -127,7 +141,8 @@ def from_log(log_dir: str | Path) -> Window:
                   doc_type=np.array([str(r.get("doc_type") or "none") for r in records], dtype=object),
                   scores=scores, thresholds=thresholds,
                   action=np.array([str(r["decision"].get("action") or "") for r in records], dtype=object),
-                  records=records, skipped=skipped)
+                  records=records, skipped=skipped,
+                  policy_hash=np.array([str(r["decision"].get("policy_hash")) for r in records], dtype=object))
 
 
 def run_thresholds(t: RunTable) -> dict[str, np.ndarray]:
@@ -160,7 +175,8 @@ def from_run(run_dir: str | Path) -> Window:
     return Window(source=str(run_dir), kind="run", ids=np.asarray(t.case_id.to_numpy(), dtype=object),
                   doc_type=np.asarray(t.doc_types, dtype=object)[t.doc_type],
                   scores={v: c.score for v, c in t.checks.items()}, thresholds=thresholds,
-                  action=np.where(any_flag, "flagged", "allowed").astype(object), label=t.label, run=t)
+                  action=np.where(any_flag, "flagged", "allowed").astype(object), label=t.label, run=t,
+                  configs={v: c.config_hash for v, c in t.checks.items()})
 
 
 def open_source(source: str | Path) -> Window:

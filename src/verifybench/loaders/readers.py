@@ -11,7 +11,7 @@ import codecs
 import csv
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,12 +130,15 @@ def read_json(path: str | Path, records: str = "item") -> RecordStream:
                 raise DataError(f"{path}: unreadable JSON after record {max(done - 1, 0)}: {e}") from None
 
 
-def read_csv(path: str | Path, delimiter: str = ",") -> RecordStream:
+def read_csv(path: str | Path, delimiter: str = ",", cells: Callable[[list[str]], list[str]] | None = None
+             ) -> RecordStream:
     """Stream a CSV file with a header row; each row becomes a record of strings.
 
     Args:
         path: the file to read.
         delimiter: the field separator ("," or "\\t" for TSV).
+        cells: applied to the header's and each row's list of cells before they become a record (a file
+            format's own escaping undone, say).
     """
     path = Path(path)
     bad_lines: dict[int, RecordError] = {}
@@ -153,21 +156,31 @@ def read_csv(path: str | Path, delimiter: str = ",") -> RecordStream:
                     text = raw.decode("utf-8", errors="replace")
                 yield text
 
-    reader = csv.DictReader(lines(), delimiter=delimiter)
-    first_line = 2  # the header is line 1
-    for index, row in enumerate(reader):
-        loc = Location(str(path), index, first_line)
+    reader = csv.reader(lines(), delimiter=delimiter)
+    header = next(reader, None)
+    if header is None:
+        return
+    if cells is not None:
+        header = cells(header)
+    width = len(header)
+    first_line = reader.line_num + 1  # the header may span lines (a quoted newline)
+    index = 0
+    for row in reader:
         spanned = range(first_line, reader.line_num + 1)
+        loc = Location(str(path), index, first_line)
         first_line = reader.line_num + 1
+        if not row:  # a blank line is no record (as csv.DictReader reads it)
+            continue
+        index += 1
         bad = next((bad_lines.pop(n) for n in spanned if n in bad_lines), None)
         if bad is not None:
             yield RecordError(loc, bad.message)
-        elif None in row:
-            yield RecordError(loc, f"{len(row[None])} more values than the header's {len(reader.fieldnames or [])} columns")
-        elif any(v is None for v in row.values()):
-            yield RecordError(loc, f"fewer values than the header's {len(reader.fieldnames or [])} columns")
+        elif len(row) > width:
+            yield RecordError(loc, f"{len(row) - width} more values than the header's {width} columns")
+        elif len(row) < width:
+            yield RecordError(loc, f"fewer values than the header's {width} columns")
         else:
-            yield Record(dict(row), loc)
+            yield Record(dict(zip(header, row if cells is None else cells(row))), loc)
 
 
 def read_parquet(path: str | Path, batch_size: int = 1024) -> RecordStream:

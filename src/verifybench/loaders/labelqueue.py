@@ -1,0 +1,150 @@
+"""The label queue's files, read as a dataset (`loader: label-queue`), and the rules its writers share.
+
+`verifybench label-queue` writes two files a reviewer's spreadsheet and the loop read back:
+
+- the CSV (`to_label.csv`): every text cell neutralised for spreadsheets. A cell that begins with `=`,
+  `+`, `-`, `@` (or their full-width forms), a tab or a carriage return would run as a formula where a
+  spreadsheet opens it (`=HYPERLINK(...)`, `=WEBSERVICE(...)`), so it is written with a leading `'`, the
+  usual mark of "text, not a formula". A cell that itself begins with `'` gets one too, so the rule is
+  unambiguous: a reader drops exactly one leading `'` and gets the text back exactly. A plain number
+  (`-0.25`) stays a number;
+- the queue record (`to_label.queue.jsonl`): which case ids were queued. A JSON header line
+  `{"kind": "verifybench.label-queue", "format": 1, "csv": ..., ...}`, then one JSON string per line,
+  one id each. A row whose id is in no queue record (added to the CSV by hand) is not a case anyone
+  queued: every reader lists it and leaves it out.
+
+```yaml
+dataset:
+  loader: label-queue
+  path: ./to_label.csv
+  queue: ./to_label.queue.jsonl   # default: the record beside the CSV
+  on_error: skip                  # rows still unlabeled, and rows in no queue, are skipped and counted
+```
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from verifybench.errors import DataError, RecordError
+from verifybench.loaders.fields import FieldSpec, record_to_case
+from verifybench.loaders.generic import field_spec
+from verifybench.loaders.readers import RecordStream, read_csv
+from verifybench.safeio import replace_atomically, temp_path
+
+KIND = "verifybench.label-queue"
+FORMAT = 1
+RECORD_SUFFIX = ".queue.jsonl"
+# What a spreadsheet reads as the start of a formula (OWASP's list, and the full-width forms some read
+# the same way), and the mark itself, so that a text beginning with the mark reads back unchanged.
+MARK = "'"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20", MARK)
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def neutralise(value: Any) -> Any:
+    """A cell as written for a spreadsheet: text that a spreadsheet would run (or that begins with the
+    mark) behind one `'`; a plain number, and anything not a string, as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _NUMBER.fullmatch(value):
+        return MARK + value
+    return value
+
+
+def restore(value: str) -> str:
+    """A cell as read back: the one leading `'` `neutralise` adds, dropped."""
+    return value[1:] if value.startswith(MARK) else value
+
+
+def record_path(csv_path: str | Path) -> Path:
+    """The queue record beside a queue's CSV: `to_label.csv` -> `to_label.queue.jsonl`."""
+    p = Path(csv_path)
+    return p.with_name(p.stem + RECORD_SUFFIX)
+
+
+def write_record(path: Path, ids: Iterable[str], **about: Any) -> Path:
+    """Write a queue record (by rename: a reader sees the whole record or none); returns its path."""
+    tmp = temp_path(path)
+    try:
+        with open(tmp, "xb") as f:  # a new file: never through a planted link
+            f.write((json.dumps({"kind": KIND, "format": FORMAT, **about}, ensure_ascii=False) + "\n").encode())
+            for cid in ids:
+                f.write((json.dumps(str(cid), ensure_ascii=False) + "\n").encode())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    replace_atomically(tmp, path)
+    return path
+
+
+def read_record(path: str | Path) -> Iterator[str]:
+    """The ids of a queue record, streamed; a file that is not one, or a bad line, names file and line."""
+    path = Path(path)
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such queue record (label-queue writes it beside its CSV)") from None
+    with f:
+        for n, line in enumerate(f, 1):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                raise DataError(f"{path}:{n}: not a JSON line") from None
+            if n == 1:
+                if not isinstance(value, dict) or value.get("kind") != KIND:
+                    raise DataError(f"{path}:1: not a label queue record (field 'kind' must be {KIND!r})")
+                if value.get("format") != FORMAT:
+                    raise DataError(f"{path}:1: field 'format': {value.get('format')!r}, this version reads "
+                                    f"format {FORMAT}")
+            elif isinstance(value, str):
+                yield value
+            else:
+                raise DataError(f"{path}:{n}: a case id (a JSON string) expected, got {value!r}")
+
+
+def read_rows(path: str | Path) -> RecordStream:
+    """A queue CSV's rows, streamed (a byte-order mark read as such), every cell restored (the header's too)."""
+    return read_csv(path, cells=_restored)
+
+
+def _restored(cells: list[str]) -> list[str]:
+    return [v[1:] if v[:1] == MARK else v for v in cells]
+
+
+def _files(path: str, queue: str | None = None, **_: Any) -> list[str]:
+    return [path, str(queue or record_path(path))]
+
+
+def label_queue(path: str | Path, fields: FieldSpec | dict | None = None, name: str | None = None,
+                doc_type: str = "default", queue: str | Path | None = None) -> Iterator[Any]:
+    """Cases from a label queue's CSV (`verifybench label-queue`): cells restored, and a row whose id is
+    in no queue record a bad record naming it.
+
+    Args:
+        path: the queue's CSV.
+        fields: the field mapping (the generated suite gives it).
+        name: the dataset name; default: the file's stem.
+        doc_type: the default doc type.
+        queue: the queue record listing the ids queued; default: the one beside the CSV.
+    """
+    spec = field_spec(fields)
+    record = Path(queue) if queue is not None else record_path(path)
+    known = set(read_record(record))
+    id_field = spec.id or "id"
+    for rec in read_rows(path):
+        if isinstance(rec, RecordError):
+            yield rec
+        elif str(rec.data.get(id_field, "")) not in known:
+            yield RecordError(rec.loc, f"{rec.data.get(id_field)!r} is in no queue record ({record.name}): a row "
+                              "added by hand, not a case the queue holds", id_field)
+        else:
+            yield record_to_case(rec, spec, name or Path(path).stem, doc_type, list_cells=True)
+
+
+label_queue.files = _files  # type: ignore[attr-defined]  # the dataset hash covers the CSV and its record
+
+__all__ = ["FORMAT", "KIND", "label_queue", "neutralise", "read_record", "read_rows", "record_path",
+           "restore", "write_record"]
