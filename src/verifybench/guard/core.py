@@ -349,7 +349,7 @@ class Guard:
                 if got is not None:
                     return got
             return c.batcher.submit(case)
-        if timed:
+        if timed or asynchronous:  # off the event loop: a large request never holds the others up
             return self._pool_for_inline().submit(lambda: verify_safely(c.verifier, [case])[0])
         return verify_safely(c.verifier, [case])[0]
 
