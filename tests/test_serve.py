@@ -227,7 +227,9 @@ def test_a_served_shadow_guard_with_a_token_and_timeouts(fitted, server, tmp_pat
         d = client.post("/v1/check", json=body, headers=auth).json()
         slow = client.post("/v1/check", json={**body, "meta": {"sleep_ms": 1000}}, headers=auth).json()
         metrics = client.get("/metrics", headers=auth).text
+        ready = client.get("/readyz", headers=auth).json()
     assert d["action"] == "blocked" and d["mode"] == "shadow" and d["response"] == answer and not d["applied"]
+    assert ready["threads"] == 1  # `serve`'s default: one torch / BLAS thread per worker
     assert slow["checks"][0]["timed_out"] and slow["action"] == "blocked" and slow["response"] == answer
     assert _metric(metrics, "verifybench_guard_check_timeouts_total")[(("verifier", "sentences"),)] == 1
     s.stop()

@@ -32,6 +32,16 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def current_threads() -> int | None:
+    """The threads torch's pool uses now (if torch is loaded), else what this process set for the
+    libraries to read (OMP_NUM_THREADS); None when neither says."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return int(torch.get_num_threads())
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() else None
+
+
 def set_threads(n: int | None = None) -> int:
     """Use `n` threads (default: `available_cpus()`) in torch and the BLAS / OpenMP pools of this process
     and of the processes it starts; returns `n`."""

@@ -34,6 +34,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from verifybench.executors.threads import current_threads
 from verifybench.guard.core import Decision, Guard
 from verifybench.guard.log import LogError, json_problem
 
@@ -443,7 +444,7 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         if not ready or g is None:
             return JSONResponse(status_code=status, content={"ready": False, "error": why})
         return JSONResponse({"ready": True, "guard_hash": g.hash, "policy_hash": g.policy_hash,
-                             "checks": [c.id for c in g.checks], "pid": os.getpid(),
+                             "checks": [c.id for c in g.checks], "pid": os.getpid(), "threads": current_threads(),
                              "log": None if g.log is None else str(g.log.path), "guard": g.describe()})
 
     @app.get("/metrics")
