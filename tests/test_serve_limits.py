@@ -157,7 +157,12 @@ def test_without_a_token_readyz_tells_everyone_only_whether_it_is_ready(policy, 
     monkeypatch.delenv("VERIFYBENCH_GUARD_TOKEN", raising=False)
     with Guard(policy, log_dir=tmp_path / "log", checks=["rouge"]) as g, served(create_app(g)) as (url, _):
         r = httpx.get(url + "/readyz", timeout=30)
+        made_up = [httpx.get(f"{url}/made-up-{i}", timeout=30).status_code for i in range(3)]
+        metrics = httpx.get(url + "/metrics", timeout=30).text
     assert r.status_code == 200 and r.json() == {"ready": True}
+    # a path the service does not have is counted as `other`: a client cannot grow the series
+    assert made_up == [404] * 3 and "made-up" not in metrics
+    assert _metric(metrics, 'verifybench_guard_requests_total{endpoint="other",status="404"}') == 3
 
 
 @pytest.mark.parametrize("http", ["auto", "h11"])

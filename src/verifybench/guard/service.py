@@ -499,8 +499,9 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     from verifybench.guard.spec import GuardError, read_policy, read_spec
 
     set_threads(threads)  # before any model loads; workers and replicas inherit it through the environment
-    # A file-size limit (ulimit -f) is then an error the decision log reports, not a signal that kills the server.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    main = threading.current_thread() is threading.main_thread()  # only there can signals be handled
+    if main:  # a file-size limit (ulimit -f) is then an error the decision log reports, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if ray:
         if workers > 1:
             raise GuardError("--workers is uvicorn's; on Ray Serve use --replicas")
@@ -522,7 +523,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
                                "timeout_graceful_shutdown": DRAIN_S}
     # uvicorn raises the signal again once it has stopped: caught here, SIGTERM ends `uvicorn.run` with a
     # return instead of killing the process, so the guard is closed and the stop is said.
-    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None) if main else None
     if workers <= 1:
         guard = Guard(path, log_dir=log_dir)
         log = "none" if guard.log is None else str(guard.log.path)
@@ -531,7 +532,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
             uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env, body_timeout=body_timeout),
                         **options)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            if main:
+                signal.signal(signal.SIGTERM, previous)
             guard.close()
             _say(f"stopped (http://{host}:{port}; {0 if guard.log is None else guard.log.written} decision(s) logged"
                  f"{'' if guard.log is None or not guard.log.lost else f', {guard.log.lost} lost'})")
@@ -551,7 +553,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     try:
         uvicorn.run("verifybench.guard.service:app_from_env", factory=True, workers=workers, **options)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         _say(f"stopped (http://{host}:{port})")
 
 
