@@ -32,6 +32,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from verifybench.executors.threads import current_threads
@@ -382,8 +383,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
             "error": f"{field}: {first.get('msg')}", "field": field,
             "errors": [{"field": _field(e.get("loc") or ()), "message": e.get("msg")} for e in errors[:20]]})
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's and the router's own (404, 405)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         count(request.url.path, exc.status_code)
         return JSONResponse(status_code=exc.status_code, content={"error": exc.detail},
                             headers=getattr(exc, "headers", None))
