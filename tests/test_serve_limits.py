@@ -290,10 +290,13 @@ def test_a_served_guard_on_a_full_disk_then_no_inode_then_sigterm(policy, tmp_pa
     env = {k: v for k, v in os.environ.items() if k != "VERIFYBENCH_GUARD_TOKEN"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
     port = _free_port()
-    out = tmp_path / "server.out"
+    # the server's output through a pipe: a file would fall under the file-size limit too
     proc = subprocess.Popen([sys.executable, "-m", "verifybench.cli", "serve", str(guard_file), "--port", str(port),
-                             "--log-dir", str(disk.dir / "log")], env=env, stdout=open(out, "wb"),
+                             "--log-dir", str(disk.dir / "log")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
+    output: list[bytes] = []
+    reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+    reader.start()
     url = f"http://127.0.0.1:{port}"
     statuses: dict[str, int] = {}
     cases = demo_cases()
@@ -320,7 +323,7 @@ def test_a_served_guard_on_a_full_disk_then_no_inode_then_sigterm(policy, tmp_pa
             time.sleep(0.1)
 
     try:
-        assert ready(90), out.read_text()[-2000:]
+        assert ready(90), b"".join(output)[-2000:]
         send(3)
         disk.fill(proc.pid)
         send(3)
@@ -366,10 +369,12 @@ def test_a_served_guard_on_a_full_disk_then_no_inode_then_sigterm(policy, tmp_pa
             proc.kill()
             proc.wait(10)
         disk.close()
-    text = out.read_text(errors="replace")
+    reader.join(10)
+    text = b"".join(output).decode(errors="replace")
     assert "UNAUTHENTICATED" in text and f"http://127.0.0.1:{port}" in text and str(disk.dir / "log") in text
     assert "verifybench serve: stopped" in text and "1 check(s) still running were left behind" in text
     assert late["slow0"] == 503 and late["slow1"] != 200, late  # finished within the drain / cancelled at its end
     ok = [rid for rid, s in statuses.items() if s == 200]
-    assert set(statuses.values()) <= {200, 503} and 503 in statuses.values() and len(ok) >= 9, statuses
+    enough = 9 if isinstance(disk, SmallFS) else 6  # 3 before, 3 after the disk was freed (3 more after the inodes)
+    assert set(statuses.values()) <= {200, 503} and 503 in statuses.values() and len(ok) >= enough, statuses
     assert not torn and sorted(r["decision"]["request_id"] for r in recs) == sorted(ok), disk.kind

@@ -472,7 +472,10 @@ def app_from_env() -> Any:
 
 
 def _say(line: str) -> None:
-    print(f"verifybench serve: {line}", file=sys.stderr, flush=True)
+    try:
+        print(f"verifybench serve: {line}", file=sys.stderr, flush=True)
+    except OSError:  # stderr on a full disk, or past a file-size limit: stopping must not depend on it
+        pass
 
 
 def _started(host: str, port: int, workers: int, log: str, token_env: str) -> None:
