@@ -16,7 +16,19 @@
    resident memory (VmRSS) is read before and after its load, and its peak (VmHWM).
 3. Anchors, one request at a time over HTTP (`--single N` requests after a warm-up, on the anchors
    server): p50 and p95; goal p95 <= 150 ms on an idle machine (the semantic-anchors article's figure).
-4. `--soak [SECONDS]` (default 120) instead of 1-3: one served guard of the `--verifiers` checks (default
+4. `--anchors-goal` instead of 1-3: anchors on new text every request (each sentence of the answer and of
+   its sources carries a word never seen before, so every embedding is a cache miss), one request at a
+   time, with `--load K` CPU-bound busy loops running beside it (another job on the machine): in process
+   (`guard.check`, no log), torch and BLAS at the machine's CPU count (torch's own default) and at one
+   thread, alternating blocks of 10 calls in the same process; over HTTP, `--single N` requests to each
+   of a server started with `serve --threads 1`, one with `--threads <CPUs>`, and with `--before DIR` the
+   same guard on DIR's code (which left threads to torch), all running at once and asked in turn.
+   Goal: anchors p95 <= 150 ms in process and over HTTP under load, no worse than today on a quiet
+   machine (`--load 0`).
+5. `--large` instead of 1-3: a rouge server; a small request's latency, one at a time, alone and while
+   large requests (the most sources a request may carry, about 0.86 MB of text) are scored back to back
+   (and with `--before DIR`, the same on DIR's code, where rouge ran on the event loop).
+6. `--soak [SECONDS]` (default 120) instead of 1-5: one served guard of the `--verifiers` checks (default
    for the soak: rouge), durable logging, driven by a bounded client loop (`--concurrency` requests in
    flight) for SECONDS; the server's resident memory sampled every `--every` seconds (psutil if
    installed, else /proc/PID/status); prints start / peak / end RSS, the slope after the first fifth of
@@ -74,6 +86,209 @@ def bare_app():
 
 def cases() -> list[dict]:
     return [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines() if line.strip()][::5]
+
+
+def _tag(n: int) -> str:
+    """A word no text has used: `n` in letters (a number would be a fact anchors checks)."""
+    out = ""
+    n += 26 * 26
+    while n:
+        n, r = divmod(n, 26)
+        out += "abcdefghijklmnopqrstuvwxyz"[r]
+    return "ref" + out
+
+
+def fresh(c: dict, n: int, sources: bool = True) -> dict:
+    """Case `c` as new text: the word `_tag(n)` starts every sentence of the answer and (with `sources`)
+    of each source, so no sentence, claim or chunk is in any cache (without: the sources as before, as
+    when the same documents are retrieved again)."""
+    import re
+
+    tag = _tag(n)
+
+    def mark(text: str) -> str:
+        return f"{tag} " + re.sub(r"([.!?])\s+", rf"\1 {tag} ", text)
+
+    given = c["sources"]
+    sources = [mark(s) if isinstance(s, str) else {**s, "text": mark(s["text"])} for s in given] if sources else given
+    return {"response": mark(c["response"]), "sources": sources, "question": c.get("question"),
+            "doc_type": c.get("doc_type")}
+
+
+def group_nice(pid: int | str = "self", nice: int | None = None) -> str:
+    """The niceness of a process's scheduling group (Linux autogroup: one per session, and CFS shares
+    the CPU between groups before it looks at a process's own niceness); set it with `nice` (root)."""
+    path = Path(f"/proc/{pid}/autogroup")
+    if not path.exists():
+        return "no autogroup"
+    if nice is not None:
+        path.write_text(str(nice))
+    return path.read_text().strip()
+
+
+class Load:
+    """`k` CPU-bound jobs beside the benchmark (busy Python loops, one core each), each in a session
+    (a scheduling group) of its own as another job would be, while in a `with` block; with `nice`, their
+    groups get that niceness too."""
+
+    JOBS = {"python": "while True: pass",  # one core
+            # torch at its own default threads (one per core), as another model job would run
+            "torch": "import torch\na = torch.randn(512, 512)\nwhile True: a @ a"}
+
+    def __init__(self, k: int, nice: int | None = None, kind: str = "python"):
+        self.k, self.nice, self.kind, self.procs = k, nice, kind, []
+
+    def __enter__(self) -> "Load":
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+        self.procs = [subprocess.Popen([sys.executable, "-c", self.JOBS[self.kind]], start_new_session=True, env=env)
+                      for _ in range(self.k)]
+        for p in self.procs:
+            if self.nice is not None:
+                group_nice(p.pid, self.nice)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait(10)
+
+
+def quantiles(lat: list[float]) -> dict:
+    lat = sorted(lat)
+    return {"n": len(lat), "p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+            "max": lat[-1]}
+
+
+def anchors_in_process(policy: Path, calls: int, cpus: int, new_sources: bool) -> dict[int, dict]:
+    """guard.check (no log) on new text each call, torch / BLAS at `cpus` threads and at 1, alternating
+    blocks of 10 calls after 10 unmeasured ones."""
+    from verifybench.executors.threads import set_threads
+    from verifybench.guard import Guard
+
+    items = cases()
+    lat: dict[int, list[float]] = {cpus: [], 1: []}
+    with Guard(policy, log_dir=False, checks=["anchors"]) as g:
+        n = 0
+        for i in range(10 + calls):
+            threads = (cpus, 1)[(i // 10) % 2]
+            set_threads(threads)
+            c = fresh(items[n % len(items)], 10_000 + n, new_sources)
+            n += 1
+            t0 = time.perf_counter()
+            g.check(c["response"], c["sources"], c.get("question"), c.get("doc_type"))
+            if i >= 10:
+                lat[threads].append((time.perf_counter() - t0) * 1000)
+    return {k: quantiles(v) for k, v in lat.items()}
+
+
+def anchors_goal(base: Path, policy: Path, args: argparse.Namespace) -> None:
+    from verifybench.executors.threads import available_cpus
+
+    cpus = available_cpus()
+    spec = base / "anchors.yaml"
+    spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["anchors"]}))
+    servers = [("serve --threads 1 (this checkout)", ["--threads", "1"], ROOT / "src"),
+               (f"serve --threads {cpus} (this checkout)", ["--threads", str(cpus)], ROOT / "src")]
+    if args.before:
+        servers.append((f"serve, threads left to torch ({args.before})", [], args.before.resolve()))
+    what = "answer and sources" if args.fresh == "all" else "the answer; sources as before"
+    print(f"\nanchors on new text every request ({what}), "
+          f"one at a time; {args.load} busy {args.load_kind} job(s) beside it; {cpus} CPUs; "
+          f"/proc/loadavg before: {loadavg()}")
+    before = group_nice()
+    if args.group_nice is not None:
+        group_nice("self", args.group_nice)
+    print(f"scheduling group: {group_nice()}")
+    try:
+        _anchors_goal(base, spec, servers, policy, cpus, args)
+    finally:
+        if args.group_nice is not None and "nice" in before:
+            group_nice("self", int(before.rsplit(" ", 1)[1]))  # the session's group as it was
+
+
+def _anchors_goal(base: Path, spec: Path, servers: list, policy: Path, cpus: int, args: argparse.Namespace) -> None:
+    with Load(args.load, args.group_nice, args.load_kind):
+        time.sleep(1.0 if args.load else 0.0)
+        print("\n| in process, threads | calls | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|")
+        for k, r in anchors_in_process(policy, args.calls, cpus, args.fresh == "all").items():
+            print(f"| {k} | {r['n']} | {r['p50']:.1f} | {r['p95']:.1f} | {r['max']:.1f} |", flush=True)
+        if not args.single:
+            return
+        print("\n| over HTTP (fsynced log) | requests | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|")
+        procs, urls = [], []
+        try:
+            for _, extra, code in servers:  # all up at once, asked in turn: a load that drifts hits each alike
+                port = free_port()
+                cmd = [sys.executable, "-m", "verifybench.cli", "serve", str(spec), "--port", str(port), "--log-dir",
+                       str(base / f"log-{port}"), *extra]
+                procs.append(start(cmd, port, base / f"server-{port}.out", code))
+                urls.append(f"http://127.0.0.1:{port}")
+            got = interleaved(urls, args.single, args.fresh == "all")
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(20)
+        for (label, _, _), r in zip(servers, got):
+            print(f"| {label} | {r['n']} | {r['p50']:.1f} | {r['p95']:.1f} | {r['max']:.1f} |", flush=True)
+        load_after = loadavg()
+    print(f"\n/proc/loadavg after (busy loops included): {load_after}")
+
+
+def _send_large(url: str, large: dict, n: int, running: threading.Event, times: list[float]) -> None:
+    with httpx.Client(base_url=url, timeout=300) as c:
+        for _ in range(n):
+            running.set()
+            t0 = time.perf_counter()
+            c.post("/v1/check", json=large).raise_for_status()
+            times.append(time.perf_counter() - t0)
+
+
+def large_beside_small(base: Path, policy: Path, args: argparse.Namespace) -> None:
+    """A small request's latency alone, then while large ones are scored back to back, per server."""
+    from verifybench.guard.service import MAX_SOURCES
+
+    spec = base / "rouge.yaml"
+    spec.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["rouge"]}))
+    words = [f"w{i}" for i in range(5000)]
+    large = {"response": " ".join(words[:300]),
+             "sources": [" ".join(words[(i * 37 + k) % 5000] for k in range(150)) for i in range(MAX_SOURCES)]}
+    small = {"response": "The Team plan costs $29.", "sources": ["The Team plan costs $29 per user."]}
+    print(f"\nlarge request: {len(large['sources'])} sources, {len(json.dumps(large)) / 1e6:.2f} MB; "
+          f"/proc/loadavg before: {loadavg()}\n\n| server | small alone p50 / p95 ms | small beside large p50 / p95 / max ms "
+          "| smalls answered | large s each |\n|---|---|---|---|---|")
+    servers = [("this checkout", ROOT / "src")] + ([(str(args.before), args.before.resolve())] if args.before else [])
+    for label, code in servers:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        proc = start([sys.executable, "-m", "verifybench.cli", "serve", str(spec), "--port", str(port), "--log-dir",
+                      str(base / f"log-{port}")], port, base / f"server-{port}.out", code)
+        try:
+            with httpx.Client(base_url=url, timeout=120) as client:
+                alone = []
+                for _ in range(30):
+                    t0 = time.perf_counter()
+                    client.post("/v1/check", json=small).raise_for_status()
+                    alone.append((time.perf_counter() - t0) * 1000)
+                big_times: list[float] = []
+                running = threading.Event()
+
+                t = threading.Thread(target=_send_large, args=(url, large, args.large_n, running, big_times))
+                t.start()
+                running.wait(30)
+                time.sleep(0.2)
+                beside = []
+                while t.is_alive():
+                    t0 = time.perf_counter()
+                    client.post("/v1/check", json=small).raise_for_status()
+                    beside.append((time.perf_counter() - t0) * 1000)
+                t.join()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        a, b = quantiles(alone), quantiles(beside)
+        print(f"| {label} | {a['p50']:.1f} / {a['p95']:.1f} | {b['p50']:.1f} / {b['p95']:.1f} / {b['max']:.1f} | "
+              f"{b['n']} | {statistics.mean(big_times):.2f} |", flush=True)
+    print(f"\n/proc/loadavg after: {loadavg()}")
 
 
 def fit(base: Path, verifiers: list[str]) -> Path:
@@ -222,21 +437,41 @@ def loadavg() -> str:
     return Path("/proc/loadavg").read_text().strip() if Path("/proc/loadavg").exists() else "n/a"
 
 
-def single(url: str, n: int) -> dict:
-    """`n` requests one after another (after 10 unmeasured ones), each timed on its own."""
+def interleaved(urls: list[str], n: int, new_sources: bool = True) -> list[dict]:
+    """`single` with new text on several servers at once: request i goes to each server in turn (the
+    order rotated each time), after 10 unmeasured rounds."""
+    items = cases()
+    lat: list[list[float]] = [[] for _ in urls]
+    clients = [httpx.Client(base_url=u, timeout=120) for u in urls]
+    try:
+        for i in range(n + 10):
+            body = fresh(items[i % len(items)], i, new_sources)
+            for k in [(i + j) % len(urls) for j in range(len(urls))]:
+                t0 = time.perf_counter()
+                clients[k].post("/v1/check", json=body).raise_for_status()
+                if i >= 10:
+                    lat[k].append((time.perf_counter() - t0) * 1000)
+    finally:
+        for c in clients:
+            c.close()
+    return [quantiles(x) for x in lat]
+
+
+def single(url: str, n: int, fresh_text: bool = False) -> dict:
+    """`n` requests one after another (after 10 unmeasured ones), each timed on its own; with
+    `fresh_text`, each on new text (`fresh`)."""
     items = cases()
     lat = []
     with httpx.Client(base_url=url, timeout=60) as client:
         for i in range(n + 10):
             c = items[i % len(items)]
+            body = fresh(c, i) if fresh_text else {"response": c["response"], "sources": c["sources"],
+                                                   "question": c.get("question"), "doc_type": c.get("doc_type")}
             t0 = time.perf_counter()
-            client.post("/v1/check", json={"response": c["response"], "sources": c["sources"],
-                                            "question": c.get("question"), "doc_type": c.get("doc_type")}
-                        ).raise_for_status()
+            client.post("/v1/check", json=body).raise_for_status()
             if i >= 10:
                 lat.append((time.perf_counter() - t0) * 1000)
-    lat.sort()
-    return {"n": n, "p50": lat[len(lat) // 2], "p95": lat[min(n - 1, int(0.95 * n))]}
+    return quantiles(lat)
 
 
 async def drive(url: str, concurrency: int, seconds: float) -> dict:
@@ -310,6 +545,11 @@ FIGURES = """how to reproduce each figure of benchmarks/README.md (on a quiet ma
   where served rouge's time goes (no fsync, no log), same run:       ... --breakdown
   what one fsync costs on this disk (fsync / fdatasync / preallocated): bench_guard.py --fsync-probe
   memory flat over a 2-minute run:                                  bench_guard.py --soak 120
+  anchors p95 on new text beside a CPU-bound job (<= 150 ms), threads
+  1 against the CPU count, in process and over HTTP:                 bench_guard.py --anchors-goal --load 1
+                                                                    [--before /tmp/before/src]
+  the same on a quiet machine (no worse than before):               bench_guard.py --anchors-goal --load 0
+  a small request beside large ones (rouge off the event loop):     bench_guard.py --large [--before DIR]
 """
 
 
@@ -336,6 +576,20 @@ def main() -> None:
     ap.add_argument("--skip-inprocess", action="store_true", help="skip the in-process comparison (1.)")
     ap.add_argument("--fsync-probe", action="store_true",
                     help="only time one log commit on this disk: append + fsync, + fdatasync, preallocated")
+    ap.add_argument("--anchors-goal", action="store_true",
+                    help="only anchors on new text, one request at a time, in process and over HTTP (4.)")
+    ap.add_argument("--load", type=int, default=1, help="--anchors-goal: CPU-bound busy loops running beside it")
+    ap.add_argument("--load-kind", choices=["python", "torch"], default="python",
+                    help="--anchors-goal: each busy job a Python loop (one core) or torch matrix products at "
+                         "torch's default threads")
+    ap.add_argument("--group-nice", type=int, metavar="N",
+                    help="--anchors-goal: this benchmark's scheduling group (and its busy loops') at niceness N "
+                         "(root; Linux autogroup): on a shared machine, -20 leaves other sessions' jobs about "
+                         "5%% of the CPU, so the measurement is of this job beside its own busy loops")
+    ap.add_argument("--fresh", choices=["all", "response"], default="all",
+                    help="--anchors-goal: new text in the answer and every source (all), or in the answer only")
+    ap.add_argument("--large", action="store_true", help="only a small request's latency beside large ones (5.)")
+    ap.add_argument("--large-n", type=int, default=3, help="--large: large requests scored back to back")
     ap.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.fsync_probe:
@@ -346,6 +600,12 @@ def main() -> None:
         import uvicorn
 
         uvicorn.run(bare_app(), host="127.0.0.1", port=args.serve_bare, access_log=False, log_level="warning")
+        return
+    if args.anchors_goal or args.large:
+        vid = "anchors" if args.anchors_goal else "rouge"
+        with tempfile.TemporaryDirectory() as tmp:
+            policy = fit(Path(tmp), [vid])
+            (anchors_goal if args.anchors_goal else large_beside_small)(Path(tmp), policy, args)
         return
     vids = (args.verifiers or ("rouge" if args.soak else "rouge,anchors,nli")).split(",")
     with tempfile.TemporaryDirectory() as tmp:

@@ -62,6 +62,8 @@ def test_a_ray_serve_deployment_gives_the_in_process_decisions_and_logs_per_repl
 
     # The replicas import this worktree's package; Ray's workers inherit the driver's environment.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p))
+    # and its token: /readyz tells its pid and log file only to a caller that holds it
+    monkeypatch.setenv("VERIFYBENCH_GUARD_TOKEN", "tok-ray-serve-test")
     port = _free_port()
     log_dir = tmp_path / "log"
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning",
@@ -84,7 +86,7 @@ def test_a_ray_serve_deployment_gives_the_in_process_decisions_and_logs_per_repl
         assert deployed == [None], deployed or "the deployment did not start in 240 s"
 
         url = f"http://127.0.0.1:{port}"
-        with httpx.Client(base_url=url, timeout=30) as client:
+        with httpx.Client(base_url=url, timeout=30, headers={"authorization": "Bearer tok-ray-serve-test"}) as client:
             ready = client.get("/readyz")
             assert ready.status_code == 200, ready.text
             replica = ready.json()

@@ -96,9 +96,11 @@ def test_the_bearer_token_is_required_and_never_logged_or_returned(fitted, tmp_p
             ("GET", "/metrics", {"headers": {"authorization": f"Bearer {TOKEN}"}}),
             ("GET", "/healthz", {}),
             ("GET", "/readyz", {}),
+            ("GET", "/readyz", {"headers": {"authorization": f"Bearer {TOKEN}"}}),
         ]))
-    assert [x.status_code for x in r] == [401, 401, 200, 401, 200, 200, 200]
-    assert r[6].json()["guard"]["checks"]["rouge"]["thresholds"]["all"]["native"].startswith("rouge1 precision <= ")
+    assert [x.status_code for x in r] == [401, 401, 200, 401, 200, 200, 200, 200]
+    assert r[6].json() == {"ready": True}  # a caller without the token learns only that
+    assert r[7].json()["guard"]["checks"]["rouge"]["thresholds"]["all"]["native"].startswith("rouge1 precision <= ")
     for x in r:
         assert TOKEN not in x.text and TOKEN not in str(x.headers)
     for f in (tmp_path / "log").iterdir():
@@ -226,7 +228,9 @@ def test_a_served_shadow_guard_with_a_token_and_timeouts(fitted, server, tmp_pat
         d = client.post("/v1/check", json=body, headers=auth).json()
         slow = client.post("/v1/check", json={**body, "meta": {"sleep_ms": 1000}}, headers=auth).json()
         metrics = client.get("/metrics", headers=auth).text
+        ready = client.get("/readyz", headers=auth).json()
     assert d["action"] == "blocked" and d["mode"] == "shadow" and d["response"] == answer and not d["applied"]
+    assert ready["threads"] == 1  # `serve`'s default: one torch / BLAS thread per worker
     assert slow["checks"][0]["timed_out"] and slow["action"] == "blocked" and slow["response"] == answer
     assert _metric(metrics, "verifybench_guard_check_timeouts_total")[(("verifier", "sentences"),)] == 1
     s.stop()
@@ -280,18 +284,19 @@ def test_sigkill_under_load_leaves_one_record_per_answered_request(fitted, serve
 
 @pytest.mark.slow
 def test_several_workers_each_write_their_own_log_file(fitted, server, tmp_path):
-    s = server(workers=2)
+    s = server(workers=2, env={"VERIFYBENCH_GUARD_TOKEN": TOKEN})  # /readyz names the pid to the token's holder
+    auth = {"authorization": f"Bearer {TOKEN}"}
     pids: set[int] = set()
     answered: list[str] = []
     deadline = time.time() + 20
     n = 0
     while time.time() < deadline and (len(answered) < 40 or len(pids) < 2) and n < 200:  # bounded
         # a fresh connection each time, so the workers' shared socket spreads them
-        ready = httpx.get(s.url + "/readyz", timeout=10)
+        ready = httpx.get(s.url + "/readyz", timeout=10, headers=auth)
         if ready.status_code == 200:
             pids.add(ready.json()["pid"])
             r = httpx.post(s.url + "/v1/check", json={"response": f"Answer {n}.", "sources": ["Answer one."],
-                                                      "request_id": f"r{n}"}, timeout=10)
+                                                      "request_id": f"r{n}"}, timeout=10, headers=auth)
             if r.status_code == 200:
                 answered.append(f"r{n}")
         n += 1

@@ -15,6 +15,7 @@ from typer.core import TyperCommand
 
 from verifybench import api
 from verifybench.errors import VerifybenchError
+from verifybench.executors.threads import set_threads
 from verifybench.metrics.settings import GATE_MIN_CASES
 
 DEFAULT_SUITE = Path("evals/demo.yaml")  # what `verifybench run` and `describe` read with no suite named
@@ -121,10 +122,16 @@ def run(
     ray_pool: Annotated[list[str] | None, typer.Option(
         "--ray-pool", help="(ray) ID=N: at most N actors for verifier ID, e.g. judge=2")] = None,
     mlflow: MlflowOption = None,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", min=1, help="(local) torch and BLAS threads; default: every CPU this process may use")] = None,
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
         where = {"executor": executor, "address": address, "pools": _pools(ray_pool)}
+        if executor == "local":  # Ray's actors keep Ray's rule: an actor's threads are the CPUs it reserves
+            set_threads(threads)
+        elif threads is not None:
+            raise VerifybenchError("--threads is the local executor's; a Ray actor uses the CPUs it reserves")
         if resume is not None:
             if suite is not None or limit is not None or policy is not None:
                 raise VerifybenchError("--resume takes the suite, limit and policy from the run; give none of them")
@@ -517,11 +524,18 @@ def serve(
     allow_code: Annotated[list[str] | None, typer.Option(
         "--allow-code", help="a module (or a package above it), folder or model name whose code the guard's files "
                              "may import or run beyond the installation's own (repeat for more; docs/trust.md)")] = None,
+    threads: Annotated[int, typer.Option(
+        "--threads", min=1, help="torch and BLAS threads per worker (default 1: docs/rollout.md)")] = 1,
+    header_timeout: Annotated[float, typer.Option(
+        "--header-timeout", min=0.01, help="seconds a connection has to send a request's headers")] = 10.0,
+    body_timeout: Annotated[float, typer.Option(
+        "--body-timeout", min=0.01, help="seconds a request has to send its whole body")] = 30.0,
 ) -> None:
     """Serve a guard over HTTP: POST /v1/check, /v1/check/batch; /healthz, /readyz, /metrics (docs/rollout.md)."""
     try:
         api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers, ray=ray, replicas=replicas,
-                  ray_address=ray_address, access_log=access_log, allow_code=allow_code or [])
+                  ray_address=ray_address, access_log=access_log, allow_code=allow_code or [], threads=threads,
+                  header_timeout=header_timeout, body_timeout=body_timeout)
     except VerifybenchError as e:
         _fail(e)
 

@@ -47,6 +47,14 @@ class Sentences(CaseVerifier):
                        units=units)
 
 
+class SentencesStateless(Sentences):
+    """`Sentences` marked stateless, as rouge is: the guard runs it without a batch thread (and sleeps in it
+    when a request asks, as a cheap check on a huge request would take its time)."""
+
+    name = "sentences-stateless"
+    stateless = True
+
+
 class SentencesBatched(Verifier):
     """`Sentences` as a model-like verifier (not stateless): the guard micro-batches it. Records the batch
     sizes it was given."""

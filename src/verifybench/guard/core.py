@@ -244,7 +244,8 @@ class Guard:
         where = spec.log.dir if log_dir is None else (None if log_dir is False else log_dir)
         if where is True:
             where = spec.log.dir
-        self.log = DecisionLog(str(where), spec.log.max_bytes, spec.log.fsync) if where else None
+        self.log = DecisionLog(str(where), spec.log.max_bytes, spec.log.fsync, fail_open=spec.log.fail_open,
+                               timeout_ms=spec.log.timeout_ms) if where else None
         self.warmup: dict[str, str | None] = {}
         self.ready = False
         if warm:
@@ -326,7 +327,7 @@ class Guard:
                 if got is not None:
                     return got
             return c.batcher.submit(case)
-        if timed:
+        if timed or asynchronous:  # off the event loop: a large request never holds the others up
             return self._pool_for_inline().submit(lambda: verify_batch(c.verifier, [case])[0])
         return verify_batch(c.verifier, [case])[0]
 
@@ -554,8 +555,8 @@ class Guard:
         """`check` for asyncio code: model verifiers batch concurrent calls; the log's group commit
         makes one fsync for the decisions that arrive together."""
         d, durable = await self.adecide(response, sources, question, doc_type, meta, request_id)
-        if durable is not None:
-            await durable
+        if durable is not None and self.log is not None:
+            await self.log.acommitted(durable)
         return d
 
     async def adecide(self, response: str, sources: Any, question: str | None = None, doc_type: str | None = None,
@@ -606,7 +607,7 @@ class Guard:
         if self.log is not None:
             futures = [self.log.append(self.record(c, d)) for c, d in zip(cases, out)]
             for f in futures:
-                f.result()
+                self.log.committed(f)
         return out
 
 

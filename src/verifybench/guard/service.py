@@ -6,18 +6,25 @@ field), document it in the OpenAPI schema (/openapi.json, /docs) and serialise t
 uvicorn like any ASGI app, and Ray Serve deploys a FastAPI app as it is (docs/rollout.md).
 
 Endpoints: POST /v1/check, POST /v1/check/batch, GET /v1/escalations (drains the escalation queue),
-GET /healthz (the process answers), GET /readyz (200 once the guard is built and its models are
-loaded, 503 before), GET /metrics (Prometheus text). A body above `max_body` bytes is refused with 413
-before it is parsed. With the environment variable named by `token_env` set (default
-VERIFYBENCH_GUARD_TOKEN), /v1/* and /metrics need `Authorization: Bearer <token>`; the token is never
-logged or returned.
+GET /healthz (the process answers), GET /readyz (200 once the guard is built, its models are loaded and
+its decision log takes records; 503 otherwise), GET /metrics (Prometheus text).
+
+In front of the app, before any body is read (`_Gate`): with the environment variable named by
+`token_env` set (default VERIFYBENCH_GUARD_TOKEN), every path but /healthz and /readyz needs
+`Authorization: Bearer <token>` (a 401 comes before the body is read or validated; the token is never
+logged or returned); a body above `max_body` bytes gets 413, one not received within `body_timeout`
+seconds 408. Under uvicorn (`serve`), a connection whose request headers are not complete within
+`header_timeout` seconds is closed (`GuardHTTPProtocol`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
+import signal
+import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,15 +34,27 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from verifybench.executors.threads import current_threads
 from verifybench.guard.core import Decision, Guard
+from verifybench.guard.log import LogError, json_problem
 
 TOKEN_ENV = "VERIFYBENCH_GUARD_TOKEN"
 MAX_BODY = 1 << 20  # 1 MiB
 MAX_BATCH = 256
+MAX_SOURCES = 1000  # per answer: a bound on what one request makes a verifier score
+HEADER_TIMEOUT = 10.0  # seconds for a request's headers (from the connection, or from the previous response)
+BODY_TIMEOUT = 30.0  # seconds for a request's whole body, once its headers are in
+DRAIN_S = 5.0  # on SIGTERM / SIGINT: how long requests in flight may finish before they are cancelled
+THREADS = 1  # torch and BLAS threads per worker (`serve --threads`)
 ENV_PATH, ENV_LOG, ENV_MAX_BODY, ENV_TOKEN_ENV = ("VERIFYBENCH_GUARD", "VERIFYBENCH_GUARD_LOG_DIR",
                                                   "VERIFYBENCH_GUARD_MAX_BODY", "VERIFYBENCH_GUARD_TOKEN_ENV")
 ENV_ALLOW_CODE = "VERIFYBENCH_GUARD_ALLOW_CODE"  # a JSON list: the allow-list of `serve --allow-code`
+ENV_HEADER_TIMEOUT, ENV_BODY_TIMEOUT = "VERIFYBENCH_GUARD_HEADER_TIMEOUT", "VERIFYBENCH_GUARD_BODY_TIMEOUT"
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})  # answered without the token (/readyz says only whether it is ready)
+ENDPOINTS = frozenset({"/v1/check", "/v1/check/batch", "/v1/escalations", "/metrics", *OPEN_PATHS})
 
 
 class SourceIn(BaseModel):
@@ -51,7 +70,8 @@ class CheckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     response: str = Field(description="the answer to check")
-    sources: list[str | SourceIn] = Field(description="the grounding texts: strings or {id, text}")
+    sources: list[str | SourceIn] = Field(max_length=MAX_SOURCES,
+                                          description=f"the grounding texts: strings or {{id, text}}; at most {MAX_SOURCES}")
     question: str | None = None
     doc_type: str | None = Field(None, max_length=200, description="picks the policy slice's threshold")
     meta: dict[str, Any] | None = None
@@ -61,6 +81,20 @@ class CheckRequest(BaseModel):
         return {"response": self.response,
                 "sources": [s if isinstance(s, str) else s.model_dump(exclude_none=True) for s in self.sources],
                 "question": self.question, "doc_type": self.doc_type, "meta": self.meta, "request_id": self.request_id}
+
+    def problem(self) -> tuple[tuple, str] | None:
+        """What JSON validation lets through and a JSON line cannot hold (a lone surrogate, NaN or an
+        infinity in meta, meta nested too deep), with its location; None when the request can be logged."""
+        for name in ("response", "question", "doc_type", "request_id"):
+            bad = json_problem(getattr(self, name), (name,))
+            if bad is not None:
+                return bad
+        for i, s in enumerate(self.sources):
+            bad = json_problem(s, ("sources", i)) if isinstance(s, str) else (
+                json_problem(s.id, ("sources", i, "id")) or json_problem(s.text, ("sources", i, "text")))
+            if bad is not None:
+                return bad
+        return json_problem(self.meta, ("meta",), depth=1)  # meta sits one level down in the record
 
 
 class BatchRequest(BaseModel):
@@ -90,8 +124,35 @@ def _field(loc: Any) -> str:
     return out or "body"
 
 
+def _unloggable(items: list[CheckRequest], prefix: tuple = ()) -> None:
+    """A 422 naming the field for what the decision log could not hold."""
+    for i, item in enumerate(items):
+        bad = item.problem()
+        if bad is not None:
+            loc, msg = bad
+            where = (*prefix, i) if prefix else ()
+            raise RequestValidationError([{"loc": ("body", *where, *loc), "msg": msg, "type": "value_error"}])
+
+
+def endpoint_label(path: str) -> str:
+    """The path as a metrics label: the service's own endpoints by name, anything else `other` (a client
+    cannot grow the series with made-up paths)."""
+    return path if path in ENDPOINTS else "other"
+
+
+def bearer_ok(headers: Any, token: str | None) -> bool:
+    """Whether the request carries the token (constant-time comparison); True when there is no token."""
+    if token is None:
+        return True
+    given = b""
+    for k, v in headers:
+        if k == b"authorization":
+            given = v
+    return given.startswith(b"Bearer ") and hmac.compare_digest(given[7:], token.encode())
+
+
 class _Metrics:
-    def __init__(self) -> None:
+    def __init__(self, state: dict[str, Any]) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry()
@@ -107,6 +168,7 @@ class _Metrics:
                               registry=self.registry)
         self.timeouts = Counter(f"{p}_check_timeouts", "checks that ran out of the request's time budget",
                                 ["verifier"], registry=self.registry)
+        self.registry.register(_LogCollector(state))
 
     def observe(self, d: Decision, doc_type: str) -> None:
         self.decisions.labels(d.action, doc_type).inc()
@@ -120,29 +182,68 @@ class _Metrics:
                 self.timeouts.labels(r.verifier).inc()
 
 
-class _BodyLimit:
-    """Pure ASGI middleware: a body above `limit` bytes gets 413 before anything parses it."""
+class _LogCollector:
+    """The decision log's own counts, read from it at each scrape."""
 
-    def __init__(self, app: Any, limit: int):
-        self.app, self.limit = app, limit
+    def __init__(self, state: dict[str, Any]):
+        self.state = state
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        g = self.state.get("guard")
+        log = None if g is None else g.log
+        if log is None:
+            return
+        p = "verifybench_guard_log"
+        yield GaugeMetricFamily(f"{p}_ready", "1 while the decision log takes records, 0 while it cannot be written",
+                                value=float(log.ready))
+        yield CounterMetricFamily(f"{p}_failures", "decision-log writes, syncs and file opens that failed",
+                                  value=log.failures)
+        yield CounterMetricFamily(f"{p}_lost", "decisions returned without their record (log.fail_open: true)",
+                                  value=log.lost)
+        yield CounterMetricFamily(f"{p}_records", "records written to the decision log", value=log.written)
+
+
+class _Gate:
+    """Pure ASGI middleware, in front of the app: the token before anything else (a stranger's body is
+    never read, so never validated), then the body, read here within `max_body` bytes (413) and
+    `body_timeout` seconds (408)."""
+
+    def __init__(self, app: Any, token: str | None, max_body: int, body_timeout: float, count: Any):
+        self.app, self.token, self.max_body, self.body_timeout, self.count = app, token, max_body, body_timeout, count
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        with_body = scope.get("method") in ("POST", "PUT", "PATCH")
+        if scope["path"] not in OPEN_PATHS and not bearer_ok(scope.get("headers") or [], self.token):
+            await self._refuse(scope, send, 401, {"error": "missing or wrong bearer token"}, close=with_body,
+                               headers=[(b"www-authenticate", b"Bearer")])
+            return
+        if not with_body:
             await self.app(scope, receive, send)
             return
         for k, v in scope.get("headers") or []:
-            if k == b"content-length" and v.isdigit() and int(v) > self.limit:
-                await self._refuse(send)
+            if k == b"content-length" and v.isdigit() and self.max_body and int(v) > self.max_body:
+                await self._too_large(scope, send)
                 return
         chunks, size, more = [], 0, True
+        deadline = asyncio.get_running_loop().time() + self.body_timeout
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                await self._refuse(scope, send, 408, {
+                    "error": f"request body not received within {self.body_timeout:g} s", "field": "body"}, close=True)
+                return
             if message["type"] != "http.request":
-                break
+                return  # the client went away
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limit:
-                await self._refuse(send)
+            if self.max_body and size > self.max_body:
+                await self._too_large(scope, send)
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
@@ -158,19 +259,84 @@ class _BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Any) -> None:
-        body = (b'{"error": "request body too large: at most %d bytes", "field": "body"}' % self.limit)
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    async def _too_large(self, scope: dict, send: Any) -> None:
+        await self._refuse(scope, send, 413, {"error": f"request body too large: at most {self.max_body} bytes",
+                                              "field": "body"}, close=True)
+
+    async def _refuse(self, scope: dict, send: Any, status: int, content: dict, close: bool,
+                      headers: list | None = None) -> None:
+        """An answer before the body was read whole: with `close`, the connection is closed after it (what
+        is left of the body is never read)."""
+        import json
+
+        body = json.dumps(content).encode()
+        head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                *(headers or []), *([(b"connection", b"close")] if close else [])]
+        self.count(scope["path"], status)
+        await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": body})
 
 
+class HeadDeadline:
+    """A deadline for request headers, mixed into one of uvicorn's HTTP protocols (h11 or httptools): a
+    connection that has not sent a whole request head within `header_timeout` seconds of opening, or of
+    its previous response, is closed (uvicorn has none: a client that sends half a request line holds its
+    connection forever)."""
+
+    header_timeout = HEADER_TIMEOUT
+    cycle: Any
+    loop: Any
+    transport: Any
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._head_timer: Any = None
+        self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._waiting = self.cycle
+        self._head_timer = self.loop.call_later(self.header_timeout, self._head_expired)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_expired(self) -> None:
+        self._head_timer = None
+        idle = self.cycle is None or self.cycle.response_complete  # no request whose head is in
+        if self.cycle is self._waiting and idle and not self.transport.is_closing():
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)  # type: ignore[misc]
+        if self._head_timer is not None and self.cycle is not self._waiting:
+            self._disarm()  # a new request's head is complete
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        if not self.transport.is_closing():
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
+class GuardHTTPProtocol(HeadDeadline, AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+    """The protocol `serve` runs uvicorn with: uvicorn's own (httptools if installed, else h11) with the
+    header deadline; `header_timeout` from $VERIFYBENCH_GUARD_HEADER_TIMEOUT in a worker process."""
+
+    header_timeout = float(os.environ.get(ENV_HEADER_TIMEOUT) or HEADER_TIMEOUT)
+
+
 def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max_body: int = MAX_BODY,
-               token_env: str = TOKEN_ENV, allow_code: Iterable[str] = ()) -> Any:
+               token_env: str = TOKEN_ENV, allow_code: Iterable[str] = (), body_timeout: float = BODY_TIMEOUT) -> Any:
     """The ASGI app. A guard given by path is built in a background thread once the app starts, so
     /healthz answers at once and /readyz says when the models are loaded. `allow_code`: see `Guard`."""
     state: dict[str, Any] = {"guard": guard if isinstance(guard, Guard) else None, "error": None}
-    metrics = _Metrics()
+    metrics = _Metrics(state)
 
     def build() -> None:
         try:
@@ -193,12 +359,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
                               "durably before it is returned.", lifespan=lifespan)
     token = os.environ.get(token_env) or None
 
-    def authorise(request: Request) -> None:
-        if token is None:
-            return
-        given = request.headers.get("authorization", "")
-        if not (given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), token.encode())):
-            raise HTTPException(401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+    def count(path: str, status: int | str) -> None:
+        metrics.requests.labels(endpoint_label(path), str(status)).inc()
 
     def ready_guard() -> Guard:
         g = state["guard"]
@@ -219,44 +381,51 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         first = max(errors, key=lambda e: len(_field(e.get("loc") or ()))) if errors else {
             "loc": ("body",), "msg": "invalid request"}
         field = _field(first.get("loc") or ())
-        metrics.requests.labels(request.url.path, "422").inc()
+        count(request.url.path, 422)
         return JSONResponse(status_code=422, content={
             "error": f"{field}: {first.get('msg')}", "field": field,
             "errors": [{"field": _field(e.get("loc") or ()), "message": e.get("msg")} for e in errors[:20]]})
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        metrics.requests.labels(request.url.path, str(exc.status_code)).inc()
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's and the router's own (404, 405)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        count(request.url.path, exc.status_code)
         return JSONResponse(status_code=exc.status_code, content={"error": exc.detail},
                             headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(LogError)
+    async def log_failed(request: Request, exc: LogError) -> JSONResponse:
+        # Fail closed (log.fail_open: false): no decision leaves without its record.
+        count(request.url.path, 503)
+        return JSONResponse(status_code=503, headers={"retry-after": "1"}, content={
+            "error": f"the decision log cannot be written ({exc.reason}); the decision is withheld, as "
+                     "log.fail_open: false asks", "reason": "decision log"})
+
     @app.post("/v1/check", response_model=Decision)
     async def check(body: CheckRequest, request: Request) -> Response:
-        authorise(request)
+        _unloggable([body])
         g = ready_guard()
         d, durable = await g.adecide(**body.arguments())
         content = d.model_dump_json()  # while the log writer syncs the record: off the critical path
-        if durable is not None:
-            await durable  # the decision is on disk before its response leaves (and before it is counted)
+        if durable is not None and g.log is not None:
+            await g.log.acommitted(durable)  # on disk before the response leaves; LogError: 503 (fail closed)
         metrics.observe(d, doc_type_label(g, body.doc_type))
-        metrics.requests.labels("/v1/check", "200").inc()
+        count("/v1/check", 200)
         return Response(content, media_type="application/json")
 
     @app.post("/v1/check/batch", response_model=BatchResponse)
     async def check_batch(body: BatchRequest, request: Request) -> BatchResponse:
-        import asyncio
-
-        authorise(request)
+        _unloggable(body.items, ("items",))
         g = ready_guard()
-        decisions = await asyncio.gather(*(g.acheck(**item.arguments()) for item in body.items))
+        # One verifier call per check for the whole batch, as a run scores it, its records in the items'
+        # order; in a thread, so the event loop serves other requests meanwhile. LogError: 503.
+        decisions = await asyncio.to_thread(g.check_many, [item.arguments() for item in body.items])
         for item, d in zip(body.items, decisions):
             metrics.observe(d, doc_type_label(g, item.doc_type))
-        metrics.requests.labels("/v1/check/batch", "200").inc()
-        return BatchResponse(decisions=list(decisions))
+        count("/v1/check/batch", 200)
+        return BatchResponse(decisions=decisions)
 
     @app.get("/v1/escalations", response_model=BatchResponse)
     async def escalations(request: Request, max: int = 100) -> BatchResponse:
-        authorise(request)
         g = ready_guard()
         out: list[Decision] = []
         while len(out) < max and not g.escalations.empty():
@@ -268,23 +437,28 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         return {"status": "ok"}
 
     @app.get("/readyz")
-    async def readyz() -> Response:
+    async def readyz(request: Request) -> Response:
         g = state["guard"]
-        if g is None or not g.ready:
-            return JSONResponse(status_code=503, content={"ready": False, "error": state["error"]})
+        why = state["error"] if g is None or not g.ready else (
+            None if g.log is None or g.log.ready else f"the decision log cannot be written: {g.log.error or 'stuck'}")
+        ready = g is not None and g.ready and why is None
+        status = 200 if ready else 503
+        if token is None or not bearer_ok(request.scope.get("headers") or [], token):
+            return JSONResponse(status_code=status, content={"ready": ready})  # a stranger learns only this
+        if not ready or g is None:
+            return JSONResponse(status_code=status, content={"ready": False, "error": why})
         return JSONResponse({"ready": True, "guard_hash": g.hash, "policy_hash": g.policy_hash,
-                             "checks": [c.id for c in g.checks], "pid": os.getpid(),
+                             "checks": [c.id for c in g.checks], "pid": os.getpid(), "threads": current_threads(),
                              "log": None if g.log is None else str(g.log.path), "guard": g.describe()})
 
     @app.get("/metrics")
     async def prometheus(request: Request) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-        authorise(request)
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     app.state.guard_state = state
-    return _BodyLimit(app, max_body) if max_body else app
+    return _Gate(app, token, max_body, body_timeout, count)
 
 
 def app_from_env() -> Any:
@@ -297,24 +471,50 @@ def app_from_env() -> Any:
     return create_app(path, log_dir=os.environ.get(ENV_LOG) or None,
                       max_body=int(os.environ.get(ENV_MAX_BODY) or MAX_BODY),
                       token_env=os.environ.get(ENV_TOKEN_ENV) or TOKEN_ENV,
-                      allow_code=json.loads(os.environ.get(ENV_ALLOW_CODE) or "[]"))
+                      allow_code=json.loads(os.environ.get(ENV_ALLOW_CODE) or "[]"),
+                      body_timeout=float(os.environ.get(ENV_BODY_TIMEOUT) or BODY_TIMEOUT))
+
+
+def _say(line: str) -> None:
+    try:
+        print(f"verifybench serve: {line}", file=sys.stderr, flush=True)
+    except OSError:  # stderr on a full disk, or past a file-size limit: stopping must not depend on it
+        pass
+
+
+def _started(host: str, port: int, workers: int, log: str, token_env: str) -> None:
+    where = f"http://{host}:{port} ({workers} worker{'s' if workers > 1 else ''})"
+    if os.environ.get(token_env):
+        _say(f"listening on {where}; bearer token required (${token_env}); decision log: {log}")
+    else:
+        _say(f"listening on {where}; UNAUTHENTICATED: ${token_env} is not set, so anyone who can reach this "
+             f"address can check answers and read /metrics; decision log: {log}")
 
 
 def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: str | Path | None = None,
           workers: int = 1, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, ray: bool = False,
-          replicas: int = 1, ray_address: str | None = None, access_log: bool = False,
+          replicas: int = 1, ray_address: str | None = None, access_log: bool = False, threads: int = THREADS,
+          header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
           allow_code: Iterable[str] = ()) -> None:
-    """Run the service on uvicorn until interrupted. With one worker the guard is built (models loaded,
-    config hashes checked) before the port opens, so a bad guard stops the command with its reason; with
-    several, each worker builds its own (and /readyz says when it is ready, or why not). With `ray`, the
-    same app as a Ray Serve deployment of `replicas` replicas (`verifybench.guard.ray_serve`).
+    """Run the service on uvicorn until SIGINT or SIGTERM. With one worker the guard is built (models
+    loaded, config hashes checked) before the port opens, so a bad guard stops the command with its
+    reason; with several, each worker builds its own (and /readyz says when it is ready, or why not).
+    With `ray`, the same app as a Ray Serve deployment of `replicas` replicas (`verifybench.guard.ray_serve`).
     `access_log`: uvicorn's line per request (off by default: the decision log is the record, and the
-    access log costs every request a formatted line on stderr). `allow_code`: see `Guard`."""
+    access log costs every request a formatted line on stderr). `threads`: torch's and BLAS's threads
+    per worker (`verifybench.executors.threads`). On SIGTERM requests in flight get `DRAIN_S` seconds
+    to finish; then the guard closes (its log writer gets 2 s) and the process ends. `allow_code`: see
+    `Guard`."""
+    from verifybench.executors.threads import set_threads
     from verifybench.guard.load import read_guard
-    from verifybench.guard.spec import GuardError
+    from verifybench.guard.spec import GuardError, read_spec
 
     allow_code = list(allow_code)
 
+    set_threads(threads)  # before any model loads; workers and replicas inherit it through the environment
+    main = threading.current_thread() is threading.main_thread()  # only there can signals be handled
+    if main:  # a file-size limit (ulimit -f) is then an error the decision log reports, not a kill
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if ray:
         if workers > 1:
             raise GuardError("--workers is uvicorn's; on Ray Serve use --replicas")
@@ -327,22 +527,65 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
         raise GuardError("--replicas and --ray-address need --ray")
     import uvicorn
 
+    GuardHTTPProtocol.header_timeout = header_timeout
+    os.environ[ENV_HEADER_TIMEOUT] = str(header_timeout)  # for the workers' copy of the class
     # uvicorn writes its access lines at INFO: at "warning" an access log asked for would print nothing.
-    level = "info" if access_log else "warning"
+    options: dict[str, Any] = {"host": host, "port": port, "access_log": access_log,
+                               "log_level": "info" if access_log else "warning",
+                               "http": "verifybench.guard.service:GuardHTTPProtocol",
+                               "timeout_graceful_shutdown": DRAIN_S}
+    # uvicorn raises the signal again once it has stopped: caught here, SIGTERM ends `uvicorn.run` with a
+    # return instead of killing the process, so the guard is closed and the stop is said.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None) if main else None
     if workers <= 1:
         guard = Guard(path, log_dir=log_dir, allow_code=allow_code)
+        log = "none" if guard.log is None else str(guard.log.path)
         try:
-            uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env), host=host, port=port,
-                        access_log=access_log, log_level=level)
+            _started(host, port, 1, log, token_env)
+            uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env, body_timeout=body_timeout),
+                        **options)
         finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
             guard.close()
+            _say(f"stopped (http://{host}:{port}; {0 if guard.log is None else guard.log.written} decision(s) logged"
+                 f"{'' if guard.log is None or not guard.log.lost else f', {guard.log.lost} lost'})")
+            _leave_stuck_checks()
         return
     read_guard(path, allow_code)  # a bad file stops the command here, not in each worker
+    spec, _ = read_spec(path)
     os.environ[ENV_PATH] = str(Path(path).resolve())
     if log_dir is not None:
         os.environ[ENV_LOG] = str(Path(log_dir).resolve())
     os.environ[ENV_MAX_BODY] = str(max_body)
     os.environ[ENV_TOKEN_ENV] = token_env
     os.environ[ENV_ALLOW_CODE] = json.dumps(allow_code)
-    uvicorn.run("verifybench.guard.service:app_from_env", factory=True, host=host, port=port, workers=workers,
-                access_log=access_log, log_level=level)
+    os.environ[ENV_BODY_TIMEOUT] = str(body_timeout)
+    folder = log_dir if log_dir is not None else spec.log.dir
+    _started(host, port, workers, "none" if folder is None else f"{Path(folder).resolve()}/ (a file per worker)",
+             token_env)
+    try:
+        uvicorn.run("verifybench.guard.service:app_from_env", factory=True, workers=workers, **options)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+        _say(f"stopped (http://{host}:{port})")
+
+
+def _leave_stuck_checks(grace: float = 1.0) -> None:
+    """After the drain and the guard's close, a check still running (a verifier call Python cannot
+    interrupt: a hung model or backend) would keep the process alive, since the interpreter joins the
+    guard's worker threads (`guard-check-*`) at exit. They get `grace` seconds; then the process ends
+    without them."""
+    import time
+
+    deadline = time.monotonic() + grace
+    checks = [t for t in threading.enumerate() if t.name.startswith("guard-check") and not t.daemon]
+    for t in checks:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in checks if t.is_alive()]
+    if stuck:
+        _say(f"{len(stuck)} check(s) still running were left behind ({', '.join(stuck[:4])})")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

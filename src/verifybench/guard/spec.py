@@ -58,6 +58,10 @@ class LogSpec(BaseModel):
                             "directory); null: no log")
     max_bytes: int = Field(64 << 20, ge=4096, description="a log file is rotated above this size")
     fsync: bool = Field(True, description="a decision is on disk (fsync) before its response returns")
+    fail_open: bool = Field(False, description="a decision whose record cannot be written (a full disk): false "
+                            "refuses it (the service answers 503); true returns it anyway and counts it as lost")
+    timeout_ms: float = Field(5000.0, gt=0, description="how long a decision waits for its record to be written "
+                              "before that counts as a failure of the log")
 
 
 class GuardSpec(BaseModel):
