@@ -198,6 +198,10 @@ def _print_summary(run: api.Run) -> None:
         errors = str(r["errors"] or 0) + (f" of {r['cases']}" if r["errors"] else "")
         table.add_row(Text(vid), auroc, Text(threshold), prf, latency, errors)
     console.print(table)
+    unlabeled = run.metrics_json.get("unlabeled") or 0
+    if unlabeled:
+        notes.append(f"{unlabeled} unlabeled case(s): scored (verdicts, latency, cost), left out of AUROC, thresholds "
+                     "and precision / recall; a window for `label-queue` and `drift`")
     for n in notes:
         console.print(Text(f"* {n}"), highlight=False, soft_wrap=True)
 

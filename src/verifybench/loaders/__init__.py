@@ -126,10 +126,19 @@ class DatasetSpec(BaseModel):
     sample: int | None = Field(None, ge=1, description="a seeded random sample of this many cases, in file order")
     seed: int = 0
     on_error: Literal["raise", "skip"] = "raise"
+    require_labels: bool = Field(False, description="a case without a label is a bad record (a labeled set: a "
+                                 "label queue read back); by default it is an unlabeled case, scored and left "
+                                 "out of the metrics that need a label")
 
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+    def label_field(self) -> str:
+        """The record field the label is read from (for an error naming it)."""
+        fields = self.options.get("fields")
+        label = fields.get("label") if isinstance(fields, dict) else getattr(fields, "label", None)
+        return str(label or "label")
 
 
 def validate_dataset(spec: DatasetSpec) -> LoaderFn:
@@ -245,7 +254,10 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
             break
         if isinstance(item, Case):
             loc = item._loc or Location(item.dataset, count)
-            if item.id in seen:
+            if item.label is None and spec.require_labels:
+                item = RecordError(loc, "the label is missing (the dataset sets require_labels: true)",
+                                   spec.label_field())
+            elif item.id in seen:
                 item = RecordError(loc, f"duplicate case id {item.id!r} (first seen at {seen[item.id]})", "id")
             else:
                 seen[item.id] = str(loc)
@@ -278,6 +290,8 @@ def dataset_hash(spec: DatasetSpec) -> str:
     selection = {k: v for k, v in (("limit", spec.limit), ("sample", spec.sample)) if v is not None}
     if spec.sample is not None:
         selection["seed"] = spec.seed  # the seed picks the sample; without one it changes nothing
+    if spec.require_labels:
+        selection["require_labels"] = True  # it can leave unlabeled records out (on_error: skip)
     h.update(json.dumps({"loader": spec.loader, **options, **selection}, sort_keys=True, default=str).encode())
     for file in files:
         h.update(str(file.name).encode())
