@@ -36,6 +36,7 @@ from verifybench.loaders.fields import LISTS_HINT, FieldSpec, note_label
 from verifybench.loaders.guardlog import guardlog
 from verifybench.loaders.halueval import halueval
 from verifybench.loaders.memory import records
+from verifybench.loaders.otlp import otlp
 from verifybench.loaders.summedits import summedits, summedits_files
 from verifybench.loaders.tensortrust import injection_sets, tensortrust
 
@@ -77,6 +78,7 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "attributionbench": attributionbench,
     "records": records,
     "guardlog": guardlog,
+    "otlp": otlp,
 }
 
 
