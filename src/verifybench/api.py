@@ -13,6 +13,7 @@ used.
 | compare | `compare` | `gating.compare` |
 | baseline, gate | `baseline`, `gate` | `gating.gate` |
 | log | `log` (`check_mlflow` before a long run) | `tracking.mlflow_store` |
+| log --otlp | `export_events` | `tracking.otel_events` |
 | history | `history` | `tracking.history` |
 | cascade | `cascade` | `feedback.cascade` |
 | label-queue, label-merge, label-estimate | `label_queue`, `label_merge`, `label_estimate` | `feedback.queue` |
@@ -48,6 +49,7 @@ _NAMES: dict[str, tuple[str, str]] = {
     "GateRefused": ("verifybench.gating.gate", "GateRefused"),
     "log": ("verifybench.tracking.mlflow_store", "log"),
     "check_mlflow": ("verifybench.tracking.mlflow_store", "check_mlflow"),
+    "export_events": ("verifybench.tracking.otel_events", "export_run"),
     "history": ("verifybench.tracking.history", "history"),
     "cascade": ("verifybench.feedback.cascade", "cascade"),
     "label_queue": ("verifybench.feedback.queue", "label_queue"),

@@ -64,17 +64,17 @@ def _pools(items: list[str] | None) -> dict[str, int]:
 
 
 class _BareMlflow(TyperCommand):
-    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one. Typer has no
-    option with an optional value, so a bare `--mlflow` (last, or before another option) is read as
-    `--mlflow=` before parsing."""
+    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one (`--otlp` alike: the
+    OTEL_EXPORTER_OTLP_* variables' endpoint). Typer has no option with an optional value, so a bare
+    `--mlflow` (last, or before another option) is read as `--mlflow=` before parsing."""
 
     def parse_args(self, ctx, args):
         out = list(args)
         for i, a in enumerate(out):
             if a == "--":
                 break
-            if a == "--mlflow" and (i + 1 == len(out) or out[i + 1].startswith("-")):
-                out[i] = "--mlflow="
+            if a in ("--mlflow", "--otlp") and (i + 1 == len(out) or out[i + 1].startswith("-")):
+                out[i] = a + "="
         return super().parse_args(ctx, out)
 
 
@@ -471,11 +471,22 @@ def log_runs(
         help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
     experiment: Annotated[str | None, typer.Option(
         "--experiment", help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the suite's name)")] = None,
+    otlp: Annotated[str | None, typer.Option(
+        "--otlp", metavar="ENDPOINT",
+        help="send each verdict as an OpenTelemetry gen_ai.evaluation.result event over OTLP/HTTP (alone: the "
+             "OTEL_EXPORTER_OTLP_* variables' endpoint); without --mlflow, MLflow is left out")] = None,
 ) -> None:
-    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run."""
+    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run. With
+    --otlp, export each verdict as an OpenTelemetry event too (or instead)."""
     failed = 0
     for run_dir in run_dirs:
         try:
+            if otlp is not None:
+                sent = api.export_events(run_dir, otlp or None)
+                console.print(f"{run_dir}: {sent['events']} gen_ai.evaluation.result events sent to "
+                              f"{sent['endpoint']}", highlight=False, markup=False, soft_wrap=True)
+                if mlflow is None:
+                    continue
             console.print(api.log(run_dir, mlflow or None, experiment).summary(), highlight=False,
                           markup=False, soft_wrap=True)
         except VerifybenchError as e:

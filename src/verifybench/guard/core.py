@@ -256,6 +256,9 @@ class Guard:
         if where is True:
             where = spec.log.dir
         self.log = DecisionLog(str(where), spec.log.max_bytes, spec.log.fsync) if where else None
+        from verifybench.guard.telemetry import start as start_telemetry
+
+        self.telemetry = start_telemetry(spec.telemetry, {c.id: c.verifier.config_hash for c in self.checks})
         self.warmup: dict[str, str | None] = {}
         self.ready = False
         if warm:
@@ -293,6 +296,8 @@ class Guard:
                 c.batcher.close()
         if self.log is not None:
             self.log.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -515,6 +520,8 @@ class Guard:
                      policy_hash=self.policy_hash, latency_ms=(time.perf_counter() - t0) * 1000.0)
         if escalated:
             self.escalations.put(d)
+        if self.telemetry is not None:  # queued for the batching exporter: off the critical path
+            self.telemetry.decision(case, d)
         return d
 
     def record(self, case: Case, d: Decision) -> dict[str, Any]:

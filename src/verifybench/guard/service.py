@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.guard.core import Decision, Guard
+from verifybench.guard.telemetry import request_context
 
 TOKEN_ENV = "VERIFYBENCH_GUARD_TOKEN"
 MAX_BODY = 1 << 20  # 1 MiB
@@ -231,7 +232,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
     async def check(body: CheckRequest, request: Request) -> Response:
         authorise(request)
         g = ready_guard()
-        d, durable = await g.adecide(**body.arguments())
+        with request_context(g, request.headers):  # a W3C traceparent parents the decision's events
+            d, durable = await g.adecide(**body.arguments())
         content = d.model_dump_json()  # while the log writer syncs the record: off the critical path
         if durable is not None:
             await durable  # the decision is on disk before its response leaves (and before it is counted)
@@ -245,7 +247,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
 
         authorise(request)
         g = ready_guard()
-        decisions = await asyncio.gather(*(g.acheck(**item.arguments()) for item in body.items))
+        with request_context(g, request.headers):
+            decisions = await asyncio.gather(*(g.acheck(**item.arguments()) for item in body.items))
         for item, d in zip(body.items, decisions):
             metrics.observe(d, doc_type_label(g, item.doc_type))
         metrics.requests.labels("/v1/check/batch", "200").inc()
