@@ -475,6 +475,9 @@ def log_runs(
         "--otlp", metavar="ENDPOINT",
         help="send each verdict as an OpenTelemetry gen_ai.evaluation.result event over OTLP/HTTP (alone: the "
              "OTEL_EXPORTER_OTLP_* variables' endpoint); without --mlflow, MLflow is left out")] = None,
+    assessments: Annotated[bool, typer.Option(
+        "--assessments", help="also log each case's label as an MLflow Expectation and each verdict as a Feedback "
+                              "(source CODE), on the case's trace (docs/opentelemetry.md)")] = False,
 ) -> None:
     """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run. With
     --otlp, export each verdict as an OpenTelemetry event too (or instead)."""
@@ -489,6 +492,12 @@ def log_runs(
                     continue
             console.print(api.log(run_dir, mlflow or None, experiment).summary(), highlight=False,
                           markup=False, soft_wrap=True)
+            if assessments:
+                n = api.log_assessments(run_dir, mlflow or None, experiment)
+                console.print(f"MLflow assessments: {n['expectations']} labels (Expectation), {n['feedback']} verdicts "
+                              f"(Feedback) on {n['on_existing_traces']} traces of the app and {n['traces_created']} "
+                              f"traces recorded for cases ({n['skipped']} already there)", highlight=False,
+                              markup=False, soft_wrap=True)
         except VerifybenchError as e:
             msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"
             err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)

@@ -36,6 +36,7 @@ from verifybench.loaders.fields import LISTS_HINT, FieldSpec, note_label
 from verifybench.loaders.guardlog import guardlog
 from verifybench.loaders.halueval import halueval
 from verifybench.loaders.memory import records
+from verifybench.loaders.mlflow_labels import mlflow
 from verifybench.loaders.otlp import otlp
 from verifybench.loaders.summedits import summedits, summedits_files
 from verifybench.loaders.tensortrust import injection_sets, tensortrust
@@ -79,6 +80,7 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "records": records,
     "guardlog": guardlog,
     "otlp": otlp,
+    "mlflow": mlflow,
 }
 
 
@@ -377,3 +379,4 @@ for _fn in _BUILT_IN:
 injection_sets.files = lambda path, **_: [Path(path) / "bipia", Path(path) / "tensortrust"]  # type: ignore[attr-defined]
 generic.hf.files = lambda data_files=None, **_: [data_files] if data_files else []  # type: ignore[attr-defined]
 summedits.files = lambda path, **_: summedits_files(path)  # type: ignore[attr-defined]
+mlflow.files = lambda **_: []  # type: ignore[attr-defined]  # a store, not files: the options name it
