@@ -5,6 +5,7 @@
                                      [--breakdown]
     python benchmarks/bench_guard.py --fsync-probe
     python benchmarks/bench_guard.py --soak [SECONDS] [--verifiers rouge] [--concurrency C] [--every S]
+    python benchmarks/bench_guard.py --telemetry [--seconds S] [--rounds N]
 
 1. In process: `guard.check` (no log) against calling the verifier directly (`verifier.verify([case])`)
    on the same demo cases, alternating, per call; goal: at most 5% or 0.1 ms slower.
@@ -33,6 +34,12 @@
    flight) for SECONDS; the server's resident memory sampled every `--every` seconds (psutil if
    installed, else /proc/PID/status); prints start / peak / end RSS, the slope after the first fifth of
    the run (MB per minute, least squares) and the requests served. Goal: memory stays flat.
+
+5. `--telemetry` instead of 1-3: the served rouge guard with its OpenTelemetry events on (every decision
+   a gen_ai.evaluation.result event through the batching OTLP/HTTP exporter, to a receiver on 127.0.0.1
+   in this process that decodes and counts them) against the same guard with them off, durable logging
+   both, at concurrency 1, 8 and 32, which goes first alternating by round; req/s and p50/p95 as ratios
+   on/off, and the events received against the decisions made. Goal: within noise of off.
 
 `--src DIR` runs the servers (bare and guard) on another version's code (`git archive <commit> src | tar -x
 -C /tmp/before`, then `--src /tmp/before/src`); `--before DIR` adds, beside each served guard of this
@@ -591,6 +598,7 @@ def main() -> None:
     ap.add_argument("--large", action="store_true", help="only a small request's latency beside large ones (5.)")
     ap.add_argument("--large-n", type=int, default=3, help="--large: large requests scored back to back")
     ap.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--telemetry", action="store_true", help="the served rouge guard with OpenTelemetry events on vs off")
     args = ap.parse_args()
     if args.fsync_probe:
         with tempfile.TemporaryDirectory() as tmp:  # on the disk a benchmark's decision logs go to
@@ -615,6 +623,9 @@ def main() -> None:
         print(f"fitted {', '.join(vids)} on 77 cases in {time.perf_counter() - t0:.0f} s", flush=True)
         if args.soak:
             soak(base, policy, vids, args.soak, args.concurrency, args.every)
+            return
+        if args.telemetry:
+            telemetry(base, policy, args.seconds, args.rounds)
             return
         if not args.skip_inprocess:
             print("\n| verifier | direct verify ms | guard.check ms | extra ms | ratio |\n|---|---|---|---|---|")
@@ -690,6 +701,62 @@ def main() -> None:
         print("\n| server | RSS before MB | RSS after MB | peak MB |\n|---|---|---|---|")
         for label, b, a, p in mem:
             print(f"| {label} | {b:.0f} | {a:.0f} | {p:.0f} |")
+
+
+def telemetry(base: Path, policy: Path, seconds: float, rounds: int) -> None:
+    """5.: the served rouge guard, events on against off (see the module's docstring)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    received = [0]
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            req = ExportLogsServiceRequest.FromString(self.rfile.read(int(self.headers["content-length"])))
+            received[0] += sum(len(s.log_records) for r in req.resource_logs for s in r.scope_logs)
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *a) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    specs = {}
+    for name, tel in (("off", {"otlp": False}), ("on", {"otlp": True, "endpoint": endpoint})):
+        specs[name] = base / f"rouge-telemetry-{name}.yaml"
+        specs[name].write_text(yaml.safe_dump({"policy": str(policy), "checks": ["rouge"], "telemetry": tel}))
+    print(f"\n/proc/loadavg before: {loadavg()}\n\n| round | events | concurrency | requests | req/s | p50 ms | p95 ms |"
+          "\n|---|---|---|---|---|---|---|")
+    res: dict[tuple[int, str, int], dict] = {}
+    made = 0
+    for round_ in range(rounds):
+        for name in (("off", "on") if round_ % 2 == 0 else ("on", "off")):
+            port = free_port()
+            cmd = [sys.executable, "-m", "verifybench.cli", "serve", str(specs[name]), "--port", str(port),
+                   "--log-dir", str(base / f"log-{port}")]
+            proc = start(cmd, port, base / f"server-{port}.out")
+            try:
+                for c in (1, 8, 32):
+                    r = res[(round_, name, c)] = asyncio.run(drive(f"http://127.0.0.1:{port}", c, seconds))
+                    made += r["n"] if name == "on" else 0
+                    print(f"| {round_ + 1} | {name} | {c} | {r['n']} | {r['rps']:.0f} | {r['p50']:.2f} | "
+                          f"{r['p95']:.2f} |", flush=True)
+            finally:
+                proc.terminate()  # a clean stop flushes the events still queued
+                proc.wait(20)
+    server.shutdown()
+    print(f"\n/proc/loadavg after: {loadavg()}\n\nevents on / off, same round\n\n| round | concurrency | req/s ratio "
+          "| p50 ratio | p95 ratio |\n|---|---|---|---|---|")
+    for round_ in range(rounds):
+        for c in (1, 8, 32):
+            on, off = res[(round_, "on", c)], res[(round_, "off", c)]
+            print(f"| {round_ + 1} | {c} | {on['rps'] / off['rps']:.3f} | {on['p50'] / off['p50']:.3f} | "
+                  f"{on['p95'] / off['p95']:.3f} |")
+    print(f"\nevents received {received[0]} of {made} decisions made with events on (excluding the warm-up)")
 
 
 if __name__ == "__main__":

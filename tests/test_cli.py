@@ -124,7 +124,7 @@ def test_describe_shows_which_raw_values_became_which_label(tmp_path):
     pd.DataFrame({"response": ["a", "b", "c", "d", "e"], "sources": ["s"] * 5,
                   "is_correct": [1.0, 0.0, 1.0, 1.0, None]}).to_csv(tmp_path / "c.csv", index=False)
     suite = _suite(tmp_path, "csv", tmp_path / "c.csv", fields={"label": "is_correct", "positive": "faithful"},
-                   on_error="skip")
+                   on_error="skip", require_labels=True)
     counts = json.loads(runner.invoke(app, ["describe", str(suite), "--json"]).stdout)
     assert counts["label_values"] == [
         {"field": "is_correct", "value": '"0.0"', "label": "hallucinated", "cases": 1},
@@ -133,6 +133,10 @@ def test_describe_shows_which_raw_values_became_which_label(tmp_path):
     assert counts["skipped_records"] == 1 and "field 'is_correct'" in counts["skipped_examples"][0]
     text = runner.invoke(app, ["describe", str(suite)]).stdout
     assert "labels as read" in text and '"1.0"' in text and "faithful" in text
+    # without require_labels the empty label is an unlabeled case, counted as such
+    suite = _suite(tmp_path, "csv", tmp_path / "c.csv", fields={"label": "is_correct", "positive": "faithful"})
+    counts = json.loads(runner.invoke(app, ["describe", str(suite), "--json"]).stdout)
+    assert counts["skipped_records"] == 0 and counts["by_label"] == {"faithful": 3, "hallucinated": 1, "unlabeled": 1}
 
 
 def test_describe_says_how_many_cases_each_slice_needs(tmp_path):

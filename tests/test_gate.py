@@ -226,7 +226,7 @@ def test_duplicated_verdicts_are_refused_by_report_baseline_and_gate(tmp, again,
 
 def test_baseline_refuses_a_failed_or_running_run(tmp, root):
     rows = (root / "datasets/demo/cases.jsonl").read_text().splitlines()
-    data = write(tmp / "broken/cases.jsonl", "\n".join(rows[:200] + ['{"id": "bad", "response": "x"}'] + rows[200:]) + "\n")
+    data = write(tmp / "broken/cases.jsonl", "\n".join(rows[:200] + ['{"id": "bad", "label": 1}'] + rows[200:]) + "\n")
     broken = write(tmp / "broken.yaml", SUITE.format(data=data, extra="", metrics=""))
     with pytest.raises(VerifybenchError):
         api.run(broken, out=tmp / "broken-run", progress=False)

@@ -52,7 +52,7 @@ FORBIDDEN = {
 # (the CLI, a loader, the metrics) never pays for them.
 HEAVY = {"torch", "transformers", "sentence_transformers", "relationalai", "mlflow", "ray", "datasets",
          "llama_cpp", "openai", "anthropic", "onnxruntime", "spacy", "typesafe", "slovnet", "navec", "natasha",
-         "pymorphy3"}
+         "pymorphy3", "opentelemetry", "openinference"}
 
 
 def _module_name(path: Path) -> str:

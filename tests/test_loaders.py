@@ -279,11 +279,15 @@ def test_int_and_float_label_columns_in_csv_and_parquet(tmp_path, fields):
 
 
 def test_float_labels_with_a_nan_in_parquet(tmp_path):
-    """pandas writes a 0/1 column holding one NaN as floats: the floats work, the NaN is a missing label."""
+    """pandas writes a 0/1 column holding one NaN as floats: the floats work, the NaN is a missing label:
+    an unlabeled case, and a bad record where the dataset requires labels."""
     df = _frame(label=[1.0, 0.0, float("nan"), 1.0, 0.0, 1.0, 0.0, 1.0])
     df.to_parquet(tmp_path / "c.parquet")
+    every = list(iter_cases(spec(loader="parquet", path=str(tmp_path / "c.parquet"))))
+    assert [c.label for c in every] == [True, False, None, True, False, True, False, True]
     errors = []
-    cases = list(iter_cases(spec(loader="parquet", path=str(tmp_path / "c.parquet"), on_error="skip"), errors))
+    cases = list(iter_cases(spec(loader="parquet", path=str(tmp_path / "c.parquet"), on_error="skip",
+                                 require_labels=True), errors))
     assert [c.id for c in cases] == ["c0", "c1", "c3", "c4", "c5", "c6", "c7"]
     assert [c.label for c in cases] == [True, False, True, False, True, False, True]
     assert [(e.loc.index, e.field) for e in errors] == [(2, "label")]

@@ -13,6 +13,8 @@ used.
 | compare | `compare` | `gating.compare` |
 | baseline, gate | `baseline`, `gate` | `gating.gate` |
 | log | `log` (`check_mlflow` before a long run) | `tracking.mlflow_store` |
+| log --otlp | `export_events` | `tracking.otel_events` |
+| log --assessments | `log_assessments` | `tracking.mlflow_assessments` |
 | history | `history` | `tracking.history` |
 | cascade | `cascade` | `feedback.cascade` |
 | label-queue, label-merge, label-estimate | `label_queue`, `label_merge`, `label_estimate` | `feedback.queue` |
@@ -48,6 +50,8 @@ _NAMES: dict[str, tuple[str, str]] = {
     "GateRefused": ("verifybench.gating.gate", "GateRefused"),
     "log": ("verifybench.tracking.mlflow_store", "log"),
     "check_mlflow": ("verifybench.tracking.mlflow_store", "check_mlflow"),
+    "export_events": ("verifybench.tracking.otel_events", "export_run"),
+    "log_assessments": ("verifybench.tracking.mlflow_assessments", "log_assessments"),
     "history": ("verifybench.tracking.history", "history"),
     "cascade": ("verifybench.feedback.cascade", "cascade"),
     "label_queue": ("verifybench.feedback.queue", "label_queue"),

@@ -1,7 +1,9 @@
 """The core types that flow through verifybench: a labeled `Case` in, a `Verdict` out.
 
 Score convention, everywhere: a higher `Verdict.score` means the case is more likely hallucinated.
-The positive class is "hallucinated" (`Case.label is True`).
+The positive class is "hallucinated" (`Case.label is True`). A case without a label (`label is None`:
+production traffic, a trace) is still a case: it is scored like any other, and left out of the metrics
+that need a label.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class Span(BaseModel):
 
 
 class Case(BaseModel):
-    """One labeled example: sources, a response to check, and whether it is hallucinated."""
+    """One example: sources, a response to check, and whether it is hallucinated (None: not labeled)."""
 
     id: str
     dataset: str
@@ -40,7 +42,8 @@ class Case(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     response: str
     claims: list[dict[str, Any]] | None = None
-    label: bool = Field(description="True when the response is hallucinated (the positive class).")
+    label: bool | None = Field(None, description="True when the response is hallucinated (the positive class); "
+                               "None when the case is not labeled")
     spans: list[Span] | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
@@ -50,6 +53,11 @@ class Case(BaseModel):
     def at(self, loc: Any) -> Case:
         self._loc = loc
         return self
+
+
+def label_name(label: bool | None) -> str:
+    """How counts name a label: hallucinated, faithful, or unlabeled."""
+    return "unlabeled" if label is None else "hallucinated" if label else "faithful"
 
 
 class Unit(BaseModel):

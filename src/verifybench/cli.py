@@ -65,17 +65,17 @@ def _pools(items: list[str] | None) -> dict[str, int]:
 
 
 class _BareMlflow(TyperCommand):
-    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one. Typer has no
-    option with an optional value, so a bare `--mlflow` (last, or before another option) is read as
-    `--mlflow=` before parsing."""
+    """`--mlflow` alone means MLflow's default tracking URI; `--mlflow URI` names one (`--otlp` alike: the
+    OTEL_EXPORTER_OTLP_* variables' endpoint). Typer has no option with an optional value, so a bare
+    `--mlflow` (last, or before another option) is read as `--mlflow=` before parsing."""
 
     def parse_args(self, ctx, args):
         out = list(args)
         for i, a in enumerate(out):
             if a == "--":
                 break
-            if a == "--mlflow" and (i + 1 == len(out) or out[i + 1].startswith("-")):
-                out[i] = "--mlflow="
+            if a in ("--mlflow", "--otlp") and (i + 1 == len(out) or out[i + 1].startswith("-")):
+                out[i] = a + "="
         return super().parse_args(ctx, out)
 
 
@@ -205,6 +205,10 @@ def _print_summary(run: api.Run) -> None:
         errors = str(r["errors"] or 0) + (f" of {r['cases']}" if r["errors"] else "")
         table.add_row(Text(vid), auroc, Text(threshold), prf, latency, errors)
     console.print(table)
+    unlabeled = run.metrics_json.get("unlabeled") or 0
+    if unlabeled:
+        notes.append(f"{unlabeled} unlabeled case(s): scored (verdicts, latency, cost), left out of AUROC, thresholds "
+                     "and precision / recall; a window for `label-queue` and `drift`")
     for n in notes:
         console.print(Text(f"* {n}"), highlight=False, soft_wrap=True)
 
@@ -474,13 +478,33 @@ def log_runs(
         help="tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's default, sqlite:///mlflow.db)")] = None,
     experiment: Annotated[str | None, typer.Option(
         "--experiment", help="MLflow experiment (default: MLFLOW_EXPERIMENT_NAME, else the suite's name)")] = None,
+    otlp: Annotated[str | None, typer.Option(
+        "--otlp", metavar="ENDPOINT",
+        help="send each verdict as an OpenTelemetry gen_ai.evaluation.result event over OTLP/HTTP (alone: the "
+             "OTEL_EXPORTER_OTLP_* variables' endpoint); without --mlflow, MLflow is left out")] = None,
+    assessments: Annotated[bool, typer.Option(
+        "--assessments", help="also log each case's label as an MLflow Expectation and each verdict as a Feedback "
+                              "(source CODE), on the case's trace (docs/opentelemetry.md)")] = False,
 ) -> None:
-    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run."""
+    """Log run directories to MLflow: one MLflow run each; logging one again updates its MLflow run. With
+    --otlp, export each verdict as an OpenTelemetry event too (or instead)."""
     failed = 0
     for run_dir in run_dirs:
         try:
+            if otlp is not None:
+                sent = api.export_events(run_dir, otlp or None)
+                console.print(f"{run_dir}: {sent['events']} gen_ai.evaluation.result events sent to "
+                              f"{sent['endpoint']}", highlight=False, markup=False, soft_wrap=True)
+                if mlflow is None:
+                    continue
             console.print(api.log(run_dir, mlflow or None, experiment).summary(), highlight=False,
                           markup=False, soft_wrap=True)
+            if assessments:
+                n = api.log_assessments(run_dir, mlflow or None, experiment)
+                console.print(f"MLflow assessments: {n['expectations']} labels (Expectation), {n['feedback']} verdicts "
+                              f"(Feedback) on {n['on_existing_traces']} traces of the app and {n['traces_created']} "
+                              f"traces recorded for cases ({n['skipped']} already there)", highlight=False,
+                              markup=False, soft_wrap=True)
         except VerifybenchError as e:
             msg = str(e) if str(run_dir) in str(e) else f"{run_dir}: {e}"
             err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)

@@ -5,7 +5,8 @@ A million cases x a few verifiers as pydantic `Verdict`s and one dict per case t
 columns they take tens of megabytes. Two tables, each a pandas DataFrame:
 
 - the case table (`case_table`, or `rundir.read_case_frame`): one row per case, in index order:
-  `id` (string), `dataset`, `doc_type`, `split` (categoricals; a missing split is NaN), `label` (bool),
+  `id` (string), `dataset`, `doc_type`, `split` (categoricals; a missing split is NaN), `label` (bool;
+  False where the case has none), `labeled` (bool: whether the case has a label),
   `group` (integer code of `meta.group`, in order of first appearance; a case without one has a group
   of its own, coded at or above `attrs["groups"]`, the number of groups the cases name), one
   `meta.<key>` column per requested meta key holding the slice value (`str` of the value, "none" where
@@ -181,11 +182,13 @@ class CaseColumns:
         self.ids: list[pa.Array] = []
         self.codes = {k: _Codes() for k in (*CASE_FIELDS, *(f"meta.{k}" for k in self.meta))}
         self.labels: list[np.ndarray] = []
+        self.labeled: list[np.ndarray] = []
         self.groups = _Groups()
         self.offsets: list[np.ndarray] = []
         self.meta_keys: set[str] = set()
         self._ids: list[str] = []
         self._labels: list[bool] = []
+        self._labeled: list[bool] = []
         self._groups: list[Any] = []
         self._offsets: list[int] = []
 
@@ -195,7 +198,9 @@ class CaseColumns:
         self._ids.append(row["id"])
         for f in CASE_FIELDS:
             self.codes[f].add(row.get(f))
-        self._labels.append(bool(row["label"]))
+        label = row.get("label")
+        self._labels.append(bool(label))
+        self._labeled.append(label is not None)
         group = meta.get("group")
         self._groups.append(_MISSING if group is None else group)  # a null group is none, not a shared one
         for k in self.meta:
@@ -210,22 +215,25 @@ class CaseColumns:
             return
         self.ids.append(pa.array(self._ids, pa.string()))
         self.labels.append(np.array(self._labels, dtype=bool))
+        self.labeled.append(np.array(self._labeled, dtype=bool))
         self.groups.add_python(self._groups)
         if self._offsets:
             self.offsets.append(np.array(self._offsets, dtype=np.int64))
         for c in self.codes.values():
             c.pack()
-        self._ids, self._labels, self._groups, self._offsets = [], [], [], []
+        self._ids, self._labels, self._labeled, self._groups, self._offsets = [], [], [], [], []
 
     def add_arrays(self, ids: pa.Array, fields: dict[str, pa.Array], label: np.ndarray, group: pa.Array | None,
-                   offsets: np.ndarray, meta_keys: Iterable[str]) -> None:
+                   offsets: np.ndarray, meta_keys: Iterable[str], labeled: np.ndarray | None = None) -> None:
         """A parsed block: `fields` holds dataset, doc_type, split and `meta.<key>` (slice names) as
-        string arrays; `group` the block's groups (int64 or string, no nulls) or None (no case has one)."""
+        string arrays; `group` the block's groups (int64 or string, no nulls) or None (no case has one);
+        `labeled` which cases have a label (default: all)."""
         self._pack()
         self.ids.append(ids)
         for k, values in fields.items():
             self.codes[k].add_arrow(values)
         self.labels.append(label)
+        self.labeled.append(np.ones(len(label), bool) if labeled is None else labeled)
         if group is None:
             self.groups.add_missing(len(label))
         else:
@@ -240,6 +248,7 @@ class CaseColumns:
         for f in CASE_FIELDS:
             cols[f] = self.codes[f].categorical()
         cols["label"] = np.concatenate(self.labels) if self.labels else np.empty(0, bool)
+        cols["labeled"] = np.concatenate(self.labeled) if self.labeled else np.empty(0, bool)
         cols["group"] = self.groups.codes()
         for k in self.meta:
             cols[f"meta.{k}"] = self.codes[f"meta.{k}"].categorical()

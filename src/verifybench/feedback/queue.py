@@ -419,6 +419,7 @@ def write_suite(csv_path: Path, verifiers: list[Any], min_per_class: int = 30) -
         "description": f"label queue {csv_path.name}, read back once labeled (written by verifybench label-queue)",
         "dataset": {"loader": "label-queue", "path": f"./{csv_path.name}", "queue": f"./{record_path(csv_path).name}",
                     "name": name, "on_error": "skip",
+                    "require_labels": True,
                     "fields": {"id": "id", "response": "response", "sources": "sources", "question": "question",
                                "label": "label", "doc_type": "doc_type", "split": "split",
                                "meta": ["part", "stratum", "weight", "inclusion_prob", "action", "reviewer"]}},

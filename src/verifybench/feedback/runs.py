@@ -21,7 +21,7 @@ from verifybench.metrics.curves import sorted_curve
 from verifybench.metrics.operating import WARMUP, latency_kind_codes
 from verifybench.metrics.settings import OVERALL, Settings
 from verifybench.metrics.summary import check_fields, meta_fields
-from verifybench.metrics.thresholds import Target, per_value, role_of, select_threshold, split_roles
+from verifybench.metrics.thresholds import Target, labeled_roles, per_value, role_of, select_threshold
 from verifybench.rundir import MANIFEST, read_case_frame, read_json, read_verdict_frame
 from verifybench.rundir.checks import require_one_verdict_each
 from verifybench.tables import positions, slice_value
@@ -130,9 +130,10 @@ def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
         require_one_verdict_each(run_dir, cases, verdicts)  # raises, naming the cases
     label = cases["label"].to_numpy(bool)
     splits = cases["split"]
-    role = split_roles(splits, seed=s.seed, test_fraction=s.test_fraction, labels=label,
-                       groups=cases["group"].to_numpy(), strata=cases["doc_type"])
-    from_field = bool(len(role)) and bool((role == per_value(splits, role_of)).all())
+    labeled = cases["labeled"].to_numpy(bool)  # an unlabeled case is on neither side of the split
+    role = labeled_roles(splits, labeled, seed=s.seed, test_fraction=s.test_fraction, labels=label,
+                         groups=cases["group"].to_numpy(), strata=cases["doc_type"])
+    from_field = bool(labeled.any()) and bool((role == per_value(splits, role_of))[labeled].all())
     codes, slices = _slice_codes(cases, s.by)
     dt = cases["doc_type"]
     doc_types = [str(c) for c in dt.cat.categories] + ["none"]

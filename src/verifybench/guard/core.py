@@ -246,6 +246,9 @@ class Guard:
             where = spec.log.dir
         self.log = DecisionLog(str(where), spec.log.max_bytes, spec.log.fsync, fail_open=spec.log.fail_open,
                                timeout_ms=spec.log.timeout_ms) if where else None
+        from verifybench.guard.telemetry import start as start_telemetry
+
+        self.telemetry = start_telemetry(spec.telemetry, {c.id: c.verifier.config_hash for c in self.checks})
         self.warmup: dict[str, str | None] = {}
         self.ready = False
         if warm:
@@ -272,6 +275,8 @@ class Guard:
                 c.batcher.close()
         if self.log is not None:
             self.log.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -494,6 +499,8 @@ class Guard:
                      policy_hash=self.policy_hash, latency_ms=(time.perf_counter() - t0) * 1000.0)
         if escalated:
             self.escalations.put(d)
+        if self.telemetry is not None:  # queued for the batching exporter: off the critical path
+            self.telemetry.decision(case, d)
         return d
 
     def record(self, case: Case, d: Decision) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from verifybench.executors.threads import current_threads
 from verifybench.guard.core import Decision, Guard
 from verifybench.guard.log import LogError, json_problem
+from verifybench.guard.telemetry import request_context
 
 TOKEN_ENV = "VERIFYBENCH_GUARD_TOKEN"
 MAX_BODY = 1 << 20  # 1 MiB
@@ -404,7 +405,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
     async def check(body: CheckRequest, request: Request) -> Response:
         _unloggable([body])
         g = ready_guard()
-        d, durable = await g.adecide(**body.arguments())
+        with request_context(g, request.headers):  # a W3C traceparent parents the decision's events
+            d, durable = await g.adecide(**body.arguments())
         content = d.model_dump_json()  # while the log writer syncs the record: off the critical path
         if durable is not None and g.log is not None:
             await g.log.acommitted(durable)  # on disk before the response leaves; LogError: 503 (fail closed)
@@ -417,8 +419,10 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         _unloggable(body.items, ("items",))
         g = ready_guard()
         # One verifier call per check for the whole batch, as a run scores it, its records in the items'
-        # order; in a thread, so the event loop serves other requests meanwhile. LogError: 503.
-        decisions = await asyncio.to_thread(g.check_many, [item.arguments() for item in body.items])
+        # order; in a thread (which carries the request's trace context), so the event loop serves other
+        # requests meanwhile. LogError: 503.
+        with request_context(g, request.headers):
+            decisions = await asyncio.to_thread(g.check_many, [item.arguments() for item in body.items])
         for item, d in zip(body.items, decisions):
             metrics.observe(d, doc_type_label(g, item.doc_type))
         count("/v1/check/batch", 200)

@@ -12,6 +12,9 @@ action: flag                   # flag | block | strip | escalate
 mode: enforce                  # enforce | shadow (decide and log, never change the response)
 timeout_ms: 2000               # the whole request's budget (null: none)
 on_error: flag                 # allow | flag | block, on a timeout or a verifier error
+telemetry:                     # optional: each decision as OpenTelemetry gen_ai.evaluation.result events
+  otlp: true                   # default: on when OTEL_EXPORTER_OTLP_(LOGS_)ENDPOINT is set
+  endpoint: http://127.0.0.1:4318   # default: the OTEL_EXPORTER_OTLP_* variables
 ```
 """
 
@@ -64,6 +67,19 @@ class LogSpec(BaseModel):
                               "before that counts as a failure of the log")
 
 
+class TelemetrySpec(BaseModel):
+    """Decisions out as OpenTelemetry events (docs/opentelemetry.md); never part of what decides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    otlp: bool | None = Field(None, description="emit each check of each decision as a gen_ai.evaluation.result "
+                              "event over OTLP/HTTP; null: when OTEL_EXPORTER_OTLP_ENDPOINT or "
+                              "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is set")
+    endpoint: str | None = Field(None, description="the OTLP/HTTP endpoint (http://host:4318); default: the "
+                                 "OTEL_EXPORTER_OTLP_* variables. Headers (credentials) come from those variables only")
+    service_name: str = Field("verifybench-guard", description="service.name of the events (OTEL_SERVICE_NAME wins)")
+
+
 class GuardSpec(BaseModel):
     """A guard file (every key optional but `policy`)."""
 
@@ -84,6 +100,7 @@ class GuardSpec(BaseModel):
     max_batch: int = Field(64, ge=1)
     cascade: CascadeSpec = Field(default_factory=CascadeSpec)
     log: LogSpec = Field(default_factory=LogSpec)
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
 
     @model_validator(mode="after")
     def _checks(self):
@@ -97,9 +114,10 @@ class GuardSpec(BaseModel):
         return self
 
     def digest(self, hashes: dict[str, str]) -> str:
-        """What the guard decides with: its settings (the log's place left out) and its verifiers' config
-        hashes."""
-        blob = json.dumps({**self.model_dump(mode="json", exclude={"log", "policy", "suite"}), "verifiers": hashes},
+        """What the guard decides with: its settings (the log's place and telemetry left out) and its
+        verifiers' config hashes."""
+        blob = json.dumps({**self.model_dump(mode="json", exclude={"log", "policy", "suite", "telemetry"}),
+                           "verifiers": hashes},
                           sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -37,6 +37,8 @@ from verifybench.loaders.guardlog import guardlog
 from verifybench.loaders.halueval import halueval
 from verifybench.loaders.labelqueue import label_queue
 from verifybench.loaders.memory import records
+from verifybench.loaders.mlflow_labels import mlflow
+from verifybench.loaders.otlp import otlp
 from verifybench.loaders.summedits import summedits, summedits_files
 from verifybench.loaders.tensortrust import injection_sets, tensortrust
 
@@ -79,6 +81,8 @@ LOADERS: dict[str, Callable[..., Iterator[Case | RecordError]]] = {
     "records": records,
     "guardlog": guardlog,
     "label-queue": label_queue,
+    "otlp": otlp,
+    "mlflow": mlflow,
 }
 
 
@@ -128,10 +132,19 @@ class DatasetSpec(BaseModel):
     sample: int | None = Field(None, ge=1, description="a seeded random sample of this many cases, in file order")
     seed: int = 0
     on_error: Literal["raise", "skip"] = "raise"
+    require_labels: bool = Field(False, description="a case without a label is a bad record (a labeled set: a "
+                                 "label queue read back); by default it is an unlabeled case, scored and left "
+                                 "out of the metrics that need a label")
 
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+    def label_field(self) -> str:
+        """The record field the label is read from (for an error naming it)."""
+        fields = self.options.get("fields")
+        label = fields.get("label") if isinstance(fields, dict) else getattr(fields, "label", None)
+        return str(label or "label")
 
 
 def validate_dataset(spec: DatasetSpec) -> LoaderFn:
@@ -247,7 +260,10 @@ def _iter_all(spec: DatasetSpec, errors: list[RecordError] | None) -> Iterator[C
             break
         if isinstance(item, Case):
             loc = item._loc or Location(item.dataset, count)
-            if item.id in seen:
+            if item.label is None and spec.require_labels:
+                item = RecordError(loc, "the label is missing (the dataset sets require_labels: true)",
+                                   spec.label_field())
+            elif item.id in seen:
                 item = RecordError(loc, f"duplicate case id {item.id!r} (first seen at {seen[item.id]})", "id")
             else:
                 seen[item.id] = str(loc)
@@ -280,6 +296,8 @@ def dataset_hash(spec: DatasetSpec) -> str:
     selection = {k: v for k, v in (("limit", spec.limit), ("sample", spec.sample)) if v is not None}
     if spec.sample is not None:
         selection["seed"] = spec.seed  # the seed picks the sample; without one it changes nothing
+    if spec.require_labels:
+        selection["require_labels"] = True  # it can leave unlabeled records out (on_error: skip)
     h.update(json.dumps({"loader": spec.loader, **options, **selection}, sort_keys=True, default=str).encode())
     for file in files:
         h.update(str(file.name).encode())
@@ -363,3 +381,4 @@ for _fn in _BUILT_IN:
 injection_sets.files = lambda path, **_: [Path(path) / "bipia", Path(path) / "tensortrust"]  # type: ignore[attr-defined]
 generic.hf.files = lambda data_files=None, **_: [data_files] if data_files else []  # type: ignore[attr-defined]
 summedits.files = lambda path, **_: summedits_files(path)  # type: ignore[attr-defined]
+mlflow.files = lambda **_: []  # type: ignore[attr-defined]  # a store, not files: the options name it

@@ -401,14 +401,17 @@ def record_to_case(
         response = required(spec.response)
         if not isinstance(response, str):
             raise RecordError(loc, f"must be a string, got {type(response).__name__}", spec.response)
-        raw_label = required(spec.label)
-        try:
-            label = spec.label_of(raw_label)
-        except MissingLabel as e:
-            raise RecordError(loc, str(e), spec.label) from None
-        except ValueError as e:
-            raise unknown_label(loc, spec, raw_label, str(e)) from None
-        note_label(spec.label, raw_label, label)
+        raw_label = optional(spec.label)
+        label: bool | None = None
+        if raw_label is not None:  # no label (absent, null, NaN, empty): an unlabeled case, not a bad record
+            try:
+                label = spec.label_of(raw_label)
+            except MissingLabel:
+                label = None
+            except ValueError as e:
+                raise unknown_label(loc, spec, raw_label, str(e)) from None
+            else:
+                note_label(spec.label, raw_label, label)
 
         sources: list[Source] = []
         source_fields = [spec.sources] if isinstance(spec.sources, str) else (spec.sources or [])

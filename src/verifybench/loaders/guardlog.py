@@ -10,8 +10,9 @@ with a later process's records (each process writes its own files).
 dataset:
   loader: guardlog
   path: ../guard-log          # a log folder, or one log file
-  unlabeled: skip             # skip records without a label (default), or `decision`: the guard's own
-                              # decision as the label, marked meta.label_source = "guard decision"
+  unlabeled: skip             # skip records without a label (default); `keep`: unlabeled cases (scored,
+                              # left out of the label metrics); or `decision`: the guard's own decision as
+                              # the label, marked meta.label_source = "guard decision"
 ```
 
 A record is labeled when it has a `label` field (added by a reviewer or a label queue), read as any
@@ -110,18 +111,19 @@ _SPEC = FieldSpec(id="id", response="response", sources="sources", question="que
                   label="label", meta=["meta", "decision"])
 
 
-def guardlog(path: str | Path, unlabeled: Literal["skip", "decision"] = "skip", name: str | None = None
+def guardlog(path: str | Path, unlabeled: Literal["skip", "keep", "decision"] = "skip", name: str | None = None
              ) -> Iterator[Case | RecordError]:
     """Cases from a guard's decision log folder (`verifybench serve --log-dir`, `Guard(log_dir=...)`).
 
     Args:
         path: the log folder (or one of its files).
-        unlabeled: records without a `label`: "skip" them, or "decision": label them by the guard's own
-            decision (flagged, blocked or rewritten = hallucinated), marked meta.label_source.
+        unlabeled: records without a `label`: "skip" them, "keep" them as unlabeled cases, or "decision":
+            label them by the guard's own decision (flagged, blocked or rewritten = hallucinated), marked
+            meta.label_source.
         name: the dataset name; default: the folder's name.
     """
-    if unlabeled not in ("skip", "decision"):
-        raise SuiteError(f"guardlog: unlabeled: expected skip or decision, got {unlabeled!r}")
+    if unlabeled not in ("skip", "keep", "decision"):
+        raise SuiteError(f"guardlog: unlabeled: expected skip, keep or decision, got {unlabeled!r}")
     dataset = name or Path(path).resolve().name
     torn = TornLines()
     for item in iter_log(path, torn):
@@ -129,13 +131,16 @@ def guardlog(path: str | Path, unlabeled: Literal["skip", "decision"] = "skip", 
             yield item
             continue
         data = dict(item.data)
-        source = "label"
+        source: str | None = "label"
         if data.get("label") is None:
             decision = data.get("decision")
-            if unlabeled == "skip" or not isinstance(decision, dict) or "action" not in decision:
+            if unlabeled == "keep":
+                source = None
+            elif unlabeled == "skip" or not isinstance(decision, dict) or "action" not in decision:
                 continue
-            data["label"] = decision["action"] != "allowed"
-            source = LABEL_SOURCE
+            else:
+                data["label"] = decision["action"] != "allowed"
+                source = LABEL_SOURCE
         case = record_to_case(Record(data, item.loc), _SPEC, dataset)
         if isinstance(case, Case):
             meta = dict(case.meta.get("meta") or {})

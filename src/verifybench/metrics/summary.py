@@ -26,10 +26,11 @@ from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, 
 from verifybench.metrics.shortcuts import CUES, shortcut_report
 from verifybench.metrics.thresholds import (
     NEAR_DEGENERATE,
+    UNLABELED,
+    labeled_roles,
     per_value,
     role_of,
     select_threshold,
-    split_roles,
     threshold_interval,
 )
 from verifybench.tables import case_table, positions, slice_value, verdict_table
@@ -125,18 +126,20 @@ def frame(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame, by: s
     the case table, `offset` (from a read table) where the verdict's line starts in results.jsonl.
 
     `frame.attrs["split_from"]` says whether the roles come from the cases' own split field ("field")
-    or from a seeded draw stratified by doc type and label ("seeded")."""
+    or from a seeded draw stratified by doc type and label ("seeded"). A case without a label (`labeled`
+    False) has the role "unlabeled": on neither side of the split."""
     ct = cases if isinstance(cases, pd.DataFrame) else case_table(cases, meta=meta_fields(by, *breakdown))
     vt = verdicts if isinstance(verdicts, pd.DataFrame) else verdict_table(verdicts)
     if len(ct):
         check_fields(ct, {"metrics.by": by, **{f"metrics.breakdown[{i}]": f for i, f in enumerate(breakdown)}})
     splits = ct["split"]
-    roles = split_roles(splits, seed=seed, test_fraction=test_fraction, labels=ct["label"].to_numpy(bool),
-                        groups=ct["group"].to_numpy(), strata=ct["doc_type"])
-    from_field = bool(len(roles)) and bool((roles == per_value(splits, role_of)).all())
+    labeled = ct["labeled"].to_numpy(bool) if "labeled" in ct else np.ones(len(ct), bool)
+    roles = labeled_roles(splits, labeled, seed=seed, test_fraction=test_fraction, labels=ct["label"].to_numpy(bool),
+                          groups=ct["group"].to_numpy(), strata=ct["doc_type"])
+    from_field = bool(labeled.any()) and bool((roles == per_value(splits, role_of))[labeled].all())
     per_case = {
         "dataset": ct["dataset"].array, "doc_type": ct["doc_type"].array, "slice": _slices(ct, by),
-        "label": ct["label"].to_numpy(bool), "role": pd.Categorical(roles),
+        "label": ct["label"].to_numpy(bool), "labeled": labeled, "role": pd.Categorical(roles),
         **{f"bd:{f}": _slices(ct, f) for f in breakdown},
     }
     pos = positions(vt["case_id"], ct["id"]) if len(vt) else np.empty(0, np.int64)
@@ -190,6 +193,7 @@ class Rows:
     label: np.ndarray
     score: np.ndarray
     ok: np.ndarray
+    labeled: np.ndarray  # the case has a label: the label metrics count only these
     cal: np.ndarray  # in the calibration split
     test: np.ndarray  # in the test split
     slice: np.ndarray  # integer code into `slices`
@@ -203,8 +207,8 @@ class Rows:
     def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> Rows:
         """The rows `rows` of `df` (default: all), with only the columns read here copied."""
         if rows is not None:
-            cols = [c for c in ("score", "ok", "error", "label", "slice", "role", "latency_ms", "latency_kind",
-                                "cost_usd", "units") if c in df]
+            cols = [c for c in ("score", "ok", "error", "label", "labeled", "slice", "role", "latency_ms",
+                                "latency_kind", "cost_usd", "units") if c in df]
             df = df.iloc[rows, [df.columns.get_loc(c) for c in cols]]
 
         def column(name) -> pd.Series:
@@ -230,7 +234,9 @@ class Rows:
         cal, test = (role == "calibration").to_numpy(), (role == "test").to_numpy()
         kind = (latency_kind_codes(column("latency_kind"))[order] if "latency_kind" in df
                 else np.zeros(len(score), np.int8))
-        return cls(label=values("label", bool)[order], score=score[order], ok=ok[order], cal=cal[order],
+        labeled = values("labeled", bool)[order] if "labeled" in df else np.ones(len(score), bool)
+        return cls(label=values("label", bool)[order], score=score[order], ok=ok[order], labeled=labeled,
+                   cal=cal[order],
                    test=test[order], slice=codes[order], slices=[str(n) for n in names],
                    latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"))
 
@@ -406,7 +412,12 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
         parent: the threshold entry of the slice above (the whole set), used when this slice is too
             small for its own.
         split_from: "field" or "seeded" (see `frame`), for how many more cases a team should label.
+
+    Latency and cost count every case of the slice; everything else, the labeled ones only (the
+    unlabeled are counted apart, in `unlabeled`).
     """
+    everyone = mask
+    mask = mask & r.labeled
     ok = mask & r.ok
     y, sc = r.label[ok], r.score[ok]  # still in decreasing score order
     out: dict[str, Any] = {
@@ -419,10 +430,14 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     if len(y):
         out["ci"] = {k: v.as_list() for k, v in
                      rank_intervals(y, sc, n_boot=s.n_boot, seed=s.seed, presorted=True).items()}
-    units = r.units[mask]
-    out["latency_ms"] = latency_summary(r.latency[mask], units if (~np.isnan(units)).any() else None,
-                                        r.latency_kind[mask])
-    out["cost_per_1k"] = cost_per_1k(r.cost[mask])
+    unlabeled = everyone & ~r.labeled
+    if unlabeled.any():
+        out["unlabeled"] = {"n": int(unlabeled.sum()), "n_scored": int((unlabeled & r.ok).sum()),
+                            "errors": int((unlabeled & ~r.ok).sum())}
+    units = r.units[everyone]
+    out["latency_ms"] = latency_summary(r.latency[everyone], units if (~np.isnan(units)).any() else None,
+                                        r.latency_kind[everyone])
+    out["cost_per_1k"] = cost_per_1k(r.cost[everyone])
 
     cal_mask, test_mask = mask & r.cal, mask & r.test
     threshold_entry = _threshold(r, mask, s, verifier, key, parent)
@@ -461,7 +476,8 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
     out: dict[str, Any] = {
         "by": s.by, "target": str(s.target), "min_per_class": s.min_per_class, "bootstrap": s.n_boot,
         "n_cases": n_cases if n_cases is not None else int(first.sum()),
-        "split": {str(r): int(n) for r, n in roles.items()},
+        "split": {str(r): int(n) for r, n in roles.items() if r != UNLABELED},
+        "unlabeled": int(roles.get(UNLABELED, 0)),
         "split_from": df.attrs.get("split_from", "seeded"),
         "test_fraction": s.test_fraction, "seed": s.seed, "gate_min_cases": GATE_MIN_CASES,
         "verifiers": {},
@@ -592,9 +608,11 @@ def shortcuts(cases: list[dict] | pd.DataFrame, cues: dict[str, dict[str, float]
     codes, keys = pd.factorize(names[have])
     rows = np.flatnonzero(have)
     label = ct["label"].to_numpy(bool)
+    labeled = ct["labeled"].to_numpy(bool) if "labeled" in ct else np.ones(len(ct), bool)
     out = {}
     for code in sorted(range(len(keys)), key=lambda i: keys[i]):
         sel = rows[codes == code]  # in case-index order
+        sel = sel[labeled[sel]]
         y = label[sel]
         if min(int(y.sum()), len(y) - int(y.sum())) < SHORTCUT_MIN_PER_CLASS:
             continue  # an AUROC over a dozen cases would warn about noise

@@ -202,6 +202,28 @@ def split_roles(split_values, seed: int = 0, test_fraction: float = 0.5, labels=
     return np.array(["calibration", "test"], dtype=object)[test_group[g].astype(np.int8)]
 
 
+UNLABELED = "unlabeled"  # the role of a case without a label: scored, on neither side of the split
+
+
+def labeled_roles(split_values, labeled=None, seed: int = 0, test_fraction: float = 0.5, labels=None,
+                  groups=None, strata=None) -> np.ndarray:
+    """`split_roles` drawn over the labeled cases only (the same roles as `split_roles` when every case is
+    labeled); a case without a label gets the role "unlabeled"."""
+    if labeled is None or np.asarray(labeled, bool).all():
+        return split_roles(split_values, seed, test_fraction, labels, groups, strata)
+    at = np.flatnonzero(np.asarray(labeled, bool))
+
+    def take(values):
+        if values is None:
+            return None
+        return values.iloc[at] if isinstance(values, pd.Series) else np.asarray(values)[at]
+
+    roles = np.full(len(labeled), UNLABELED, dtype=object)
+    if len(at):
+        roles[at] = split_roles(take(split_values), seed, test_fraction, take(labels), take(groups), take(strata))
+    return roles
+
+
 # A threshold's interval costs one weighted curve per resample: cases x resamples is held under this.
 INTERVAL_WORK = 20_000_000
 INTERVAL_MIN_RESAMPLES = 20

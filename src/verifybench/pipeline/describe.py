@@ -86,6 +86,7 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
 
     groups = [(OVERALL, f), *sorted(f.groupby("slice"), key=lambda kv: str(kv[0]))]
     for key, g in groups:
+        g = g[g["labeled"]]  # an unlabeled case counts toward neither a threshold nor a gate
         cal, test = g[g["role"] == "calibration"], g[g["role"] == "test"]
         cal_h, cal_f = int(cal["label"].sum()), int((~cal["label"]).sum())
         out["rows"][str(key)] = {

@@ -120,8 +120,11 @@ def _with_counts(manifest: dict[str, Any], cases: pd.DataFrame) -> dict[str, Any
     data = manifest.get("dataset") or {}
     if "total" in data and "by_label" in data:
         return manifest
-    label = cases["label"].to_numpy(bool)
-    counts = {"total": len(cases), "by_label": {"hallucinated": int(label.sum()), "faithful": int((~label).sum())}}
+    label, labeled = cases["label"].to_numpy(bool), cases["labeled"].to_numpy(bool)
+    by_label = {"hallucinated": int((label & labeled).sum()), "faithful": int((~label & labeled).sum())}
+    if not labeled.all():
+        by_label["unlabeled"] = int((~labeled).sum())
+    counts = {"total": len(cases), "by_label": by_label}
     return {**manifest, "dataset": {**counts, **data}}
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from verifybench.cases import Case
+from verifybench.cases import Case, label_name
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
@@ -445,7 +445,7 @@ class _CaseCounter:
         for c in cases:
             self.n += 1
             self.doc[c.doc_type] += 1
-            self.label["hallucinated" if c.label else "faithful"] += 1
+            self.label[label_name(c.label)] += 1
             self.split[c.split or "none"] += 1
 
     def counts(self) -> dict[str, Any]:
@@ -465,7 +465,7 @@ def count_cases_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
     split: Counter[Any] = Counter()
     for r in rows:
         doc[r["doc_type"]] += 1
-        label["hallucinated" if r["label"] else "faithful"] += 1
+        label[label_name(r["label"])] += 1
         split[r["split"] or "none"] += 1
     return {"total": len(rows), "by_doc_type": dict(doc), "by_label": dict(label), "by_split": dict(split)}
 

@@ -468,7 +468,7 @@ def _case_block_fast(out: CaseColumns, offset: int, block: bytes) -> bool:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
     n = t.num_rows
-    if n != int(keep.sum()) or t.column("id").null_count or t.column("label").null_count:
+    if n != int(keep.sum()) or t.column("id").null_count:
         return False
     fields: dict[str, Any] = {}
     if "meta" in t.column_names:
@@ -497,8 +497,9 @@ def _case_block_fast(out: CaseColumns, offset: int, block: bytes) -> bool:
     out.add_arrays(
         t.column("id").combine_chunks(),
         fields={**{f: t.column(f).combine_chunks() for f in ("dataset", "doc_type", "split")}, **slices},
-        label=np.asarray(t.column("label").to_numpy(), dtype=bool), group=group,
-        offsets=starts[keep].astype(np.int64) + offset, meta_keys=fields)
+        label=np.asarray(t.column("label").fill_null(False).to_numpy(), dtype=bool), group=group,
+        offsets=starts[keep].astype(np.int64) + offset, meta_keys=fields,
+        labeled=np.asarray(t.column("label").is_valid().to_numpy(), dtype=bool))  # null: an unlabeled case
     return True
 
 

@@ -145,6 +145,15 @@ def threshold_source(t: dict[str, Any]) -> str:
     return source or "-"
 
 
+def _labels(values: list[Any]) -> Any:
+    """A label column: plain booleans, or pandas' nullable booleans (NA: unlabeled) when a case has none."""
+    if all(v is not None for v in values):
+        return [bool(v) for v in values]
+    import pandas as pd
+
+    return pd.array(values, dtype="boolean")
+
+
 def summary_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """Per verifier, over all cases: what `verifybench run` prints at its end."""
     rows = []
@@ -281,8 +290,9 @@ class Run:
 
     @cached_property
     def cases(self) -> pd.DataFrame:
-        """One row per case: case_id, dataset, doc_type, label (True = hallucinated), split (the split the
-        metrics put it on: calibration or test), data_split (the case's own split field), slice (its key
+        """One row per case: case_id, dataset, doc_type, label (True = hallucinated; a nullable boolean,
+        NA for an unlabeled case, when the run has any), split (the split the metrics put it on:
+        calibration, test, or unlabeled), data_split (the case's own split field), slice (its key
         under the metrics' `by`), question, response (as indexed: clipped to 2,000 characters), and a
         `meta.<key>` column per meta field."""
         import pandas as pd
@@ -298,7 +308,7 @@ class Run:
             "case_id": [r["id"] for r in rows],
             "dataset": [r.get("dataset") for r in rows],
             "doc_type": [r.get("doc_type") for r in rows],
-            "label": [bool(r["label"]) for r in rows],
+            "label": _labels([r.get("label") for r in rows]),
             "split": where["role"].reindex([r["id"] for r in rows]).to_numpy(),
             "data_split": [r.get("split") for r in rows],
             "slice": where["slice"].reindex([r["id"] for r in rows]).to_numpy(),
@@ -313,11 +323,11 @@ class Run:
     @cached_property
     def verdicts(self) -> pd.DataFrame:
         """One row per verifier x case: case_id, verifier, score, error, latency_ms, cost_usd, split
-        (calibration or test), label, doc_type, dataset, slice; `threshold` (the verifier's overall
-        threshold in metrics.json) and `flagged` (score >= threshold); `slice_threshold` (the slice's own,
-        or the overall one where the slice has none) and `slice_flagged`. A flag is missing (<NA>) for an
-        error verdict or where there is no threshold. Also what else the metrics frame carries (units,
-        usage, ...)."""
+        (calibration, test or unlabeled), label (NA where unlabeled), doc_type, dataset, slice;
+        `threshold` (the verifier's overall threshold in metrics.json) and `flagged` (score >= threshold);
+        `slice_threshold` (the slice's own, or the overall one where the slice has none) and
+        `slice_flagged`. A flag is missing (<NA>) for an error verdict or where there is no threshold.
+        Also what else the metrics frame carries (units, usage, ...)."""
         import numpy as np
         import pandas as pd
 
@@ -341,6 +351,9 @@ class Run:
             flags = pd.array(np.where(known, score >= np.nan_to_num(t), False), dtype="boolean")
             flags[~known] = pd.NA
             f[flag] = flags
+        if "labeled" in f and not f["labeled"].all():  # an unlabeled case's label is NA, not False
+            f["label"] = pd.array(f["label"].to_numpy(bool), dtype="boolean")
+            f.loc[~f["labeled"].to_numpy(bool), "label"] = pd.NA
         first = ["case_id", "verifier", "score", "error", "latency_ms", "split", "label", "doc_type", "dataset", "slice",
                  "threshold", "flagged", "slice_threshold", "slice_flagged"]
         return f[first + [c for c in f.columns if c not in first]]
