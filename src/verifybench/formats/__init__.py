@@ -1,0 +1,15 @@
+"""One typed, versioned model per file verifybench writes and reads back (docs/formats.md is generated
+from them). Each kind has one reader and one writer: `Model.read(path)` migrates an older format and
+refuses a newer one; `Model(...).write(path)` writes the current one."""
+
+from verifybench.formats.base import FormatError, Stored, written_by
+from verifybench.formats.baseline import Baseline
+from verifybench.formats.manifest import Manifest
+
+# kind -> (model, where such a file lives), in the order docs/formats.md lists them
+KINDS: dict[str, tuple[type[Stored], str]] = {
+    Manifest.KIND: (Manifest, "run directory: `manifest.json`"),
+    Baseline.KIND: (Baseline, "`metrics/<suite>.json` (`verifybench baseline`)"),
+}
+
+__all__ = ["KINDS", "Baseline", "FormatError", "Manifest", "Stored", "written_by"]

@@ -1,0 +1,198 @@
+"""What every stored file has in common: it names its kind and its format version, says which verifybench
+wrote it, and is read by one reader that migrates what is older and refuses what is newer.
+
+Teams keep baselines, policies and guard files in git and gate CI on them for months; a key renamed by an
+upgrade must neither break their gate silently nor change what it means. So:
+
+- a written file carries `kind` ("verifybench.policy"), `format` (an integer that grows when the meaning
+  or shape of a key changes) and `written_by` ("verifybench 0.2.0");
+- `Model.parse` reads any older format it has a migration for, one step at a time (`MIGRATIONS[n]` turns
+  format n into n + 1), and refuses a newer one naming the version that wrote it;
+- a file from before kinds were written (no `kind`) is read as its `format` says, or as `LEGACY` when it
+  names none;
+- a field that fails validation is named with its path and the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from verifybench.errors import VerifybenchError
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class FormatError(VerifybenchError):
+    """A stored file that cannot be read as its kind: another kind, a newer format, a bad field."""
+
+
+class StaleFormat(FormatError):
+    """A file older than any format this installation migrates (derived files are computed again)."""
+
+
+def written_by() -> str:
+    """This installation, as a file's `written_by` names it."""
+    from importlib import metadata
+
+    try:
+        return f"verifybench {metadata.version('verifybench')}"
+    except metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "verifybench 0+unknown"
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A validation error's location as a key path: ('thresholds', 'rouge', 'all', 'threshold') ->
+    thresholds.rouge.all.threshold, list positions as [i]."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def validation_message(where: str | Path, e: ValidationError) -> str:
+    """The first error of `e` as one sentence naming the file and the key."""
+    err = e.errors()[0]
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"{where}: {field_path(tuple(err['loc']))}: {msg}{more}"
+
+
+class Stored(BaseModel):
+    """A file verifybench writes and reads back. Subclasses set `KIND`, `VERSION` and, for every older
+    format still readable, `MIGRATIONS`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    KIND: ClassVar[str]
+    VERSION: ClassVar[int]
+    MIGRATIONS: ClassVar[Mapping[int, Migration]] = {}
+    # The format a file without `format` is read as (written before the kind had one); None: such a file
+    # is refused.
+    LEGACY: ClassVar[int | None] = None
+    # What the kind is for, one line (docs/formats.md and refusals name it).
+    TITLE: ClassVar[str] = ""
+
+    kind: str
+    format: int
+    written_by: str | None = None
+
+    @classmethod
+    def header(cls) -> dict[str, Any]:
+        """The first three keys of a file of this kind written now."""
+        return {"kind": cls.KIND, "format": cls.VERSION, "written_by": written_by()}
+
+    @classmethod
+    def version_of(cls, doc: dict[str, Any], where: str | Path) -> int:
+        kind = doc.get("kind")
+        if kind is not None and kind != cls.KIND:
+            raise FormatError(f"{where}: a {kind!r} file, not a {cls.KIND!r} file{_title(cls)}")
+        fmt = doc.get("format", cls.LEGACY)
+        if fmt is None:
+            raise StaleFormat(f"{where}: no 'format' key: written before {cls.KIND} files named their format, "
+                              f"or not one{_title(cls)}")
+        if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+            raise FormatError(f"{where}: format: {fmt!r} is not a format version (a whole number from 1)")
+        if fmt > cls.VERSION:
+            who = doc.get("written_by") or "a newer verifybench"
+            raise FormatError(f"{where}: {cls.KIND} format {fmt}, written by {who}; this installation "
+                              f"({written_by()}) reads {cls.KIND} formats up to {cls.VERSION}: upgrade verifybench "
+                              "to read it")
+        oldest = min(cls.MIGRATIONS, default=cls.VERSION)
+        if fmt < oldest:
+            raise StaleFormat(f"{where}: {cls.KIND} format {fmt} is older than any this installation reads "
+                              f"(from {oldest}); write it again with this version")
+        return fmt
+
+    @classmethod
+    def migrate(cls, doc: dict[str, Any], where: str | Path) -> dict[str, Any]:
+        """`doc` brought to this format, one migration at a time."""
+        fmt = cls.version_of(doc, where)
+        doc = dict(doc)
+        while fmt < cls.VERSION:
+            doc = cls.MIGRATIONS[fmt](doc)
+            fmt += 1
+            doc["format"] = fmt
+        doc["kind"] = cls.KIND
+        return doc
+
+    @classmethod
+    def parse(cls, doc: Any, where: str | Path) -> Self:
+        """A document (a parsed JSON or YAML mapping) of this kind, migrated and validated; every error
+        names `where` and the key."""
+        if not isinstance(doc, dict):
+            raise FormatError(f"{where}: expected a mapping (a {cls.KIND} file), got {type(doc).__name__}")
+        doc = cls.migrate(doc, where)
+        try:
+            return cls.model_validate(doc)
+        except ValidationError as e:
+            raise FormatError(validation_message(where, e)) from None
+
+    @classmethod
+    def read(cls, path: str | Path) -> Self:
+        """The file at `path` (JSON, or YAML for .yaml / .yml)."""
+        return cls.parse(load_document(path), path)
+
+    def document(self) -> dict[str, Any]:
+        """What is written: the header first, then the fields in declaration order; keys spelled as
+        the file spells them (aliases)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def write(self, path: str | Path) -> Path:
+        """Write atomically (a reader sees the old file or the new one, whole) as JSON or YAML by suffix."""
+        from verifybench.safeio import write_text_atomic
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, dump_document(self.document(), path))
+        return path
+
+
+def _title(cls: type[Stored]) -> str:
+    return f" ({cls.TITLE})" if cls.TITLE else ""
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix.lower() in (".yaml", ".yml")
+
+
+def load_document(path: str | Path) -> Any:
+    """A JSON or YAML file's content (YAML by suffix, parsed safely); errors name the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    if _is_yaml(path):
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            raise FormatError(f"{path}{at}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise FormatError(f"{path}: not JSON ({e})") from None
+
+
+def dump_document(doc: dict[str, Any], path: Path) -> str:
+    if _is_yaml(path):
+        import yaml
+
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    # NaN or an infinity is not JSON: a stored file never holds one (a reader in another language refuses it)
+    return json.dumps(doc, indent=1, allow_nan=False, ensure_ascii=False) + "\n"

@@ -1,0 +1,72 @@
+"""Every stored file has one typed, versioned reader: files as verifybench 0.1 wrote them are read (a team's
+committed baseline or policy keeps working across upgrades), a newer format is refused by name, and
+docs/formats.md is what the models say."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from verifybench.formats import KINDS, Baseline, FormatError, Manifest
+from verifybench.formats.base import StaleFormat, written_by
+from verifybench.formats.docs import render
+from verifybench.formats.metrics import Metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+V01 = ROOT / "tests" / "fixtures" / "formats" / "v0.1"
+
+
+def test_files_verifybench_0_1_wrote_are_read_and_migrated():
+    m = Manifest.read(V01 / "run" / "manifest.json")
+    assert (m.kind, m.format) == ("verifybench.manifest", Manifest.VERSION)
+    assert [v.id for v in m.verifiers] == ["rouge", "bleu"] and m.status == "complete"
+    b = Baseline.read(V01 / "baseline-policy.json")
+    assert b.format == Baseline.VERSION and b.verifiers["rouge"].slices["all"].threshold == pytest.approx(0.0645, abs=1e-4)
+    assert len(b.verifiers["bleu"].test_scores) == 40
+
+
+def test_the_committed_demo_baseline_is_read():
+    b = Baseline.read(ROOT / "metrics" / "demo.json")
+    assert set(b.verifiers) == {"rouge", "bleu", "anchors"}
+
+
+def test_a_newer_format_is_refused_naming_who_wrote_it(tmp_path):
+    doc = json.loads((V01 / "baseline.json").read_text())
+    doc.update(kind="verifybench.baseline", format=Baseline.VERSION + 1, written_by="verifybench 9.0.0")
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=rf"b.json: verifybench.baseline format {Baseline.VERSION + 1}, written by "
+                                          r"verifybench 9.0.0; .* reads verifybench.baseline formats up to "):
+        Baseline.read(path)
+
+
+def test_another_kind_and_a_bad_field_are_named(tmp_path):
+    doc = json.loads((V01 / "run" / "manifest.json").read_text())
+    with pytest.raises(FormatError, match=r"x.json: a 'verifybench.manifest' file, not a 'verifybench.baseline'"):
+        Baseline.parse({**doc, "kind": "verifybench.manifest"}, "x.json")
+    doc["verifiers"][1]["config_hash"] = 7
+    with pytest.raises(FormatError, match=r"m.json: verifiers\[1\].config_hash: Input should be a valid string"):
+        Manifest.parse(doc, "m.json")
+    with pytest.raises(FormatError, match=r"m.json: status: Input should be 'running'"):
+        Manifest.parse({**doc, "status": "done"}, "m.json")
+
+
+def test_a_metrics_file_from_before_kinds_is_stale_not_migrated():
+    with pytest.raises(StaleFormat, match="computed again by `verifybench report`"):
+        Metrics.read(V01 / "run" / "metrics.json")
+
+
+def test_a_written_file_names_its_kind_format_and_writer(tmp_path):
+    b = Baseline.read(V01 / "baseline.json")
+    path = b.model_copy(update={"written_by": written_by()}).write(tmp_path / "again.json")
+    doc = json.loads(path.read_text())
+    assert list(doc)[:3] == ["kind", "format", "written_by"]
+    assert doc["written_by"].startswith("verifybench ")
+    assert Baseline.read(path) == b.model_copy(update={"written_by": doc["written_by"]})
+
+
+def test_docs_formats_page_is_generated_from_the_models():
+    page = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    assert page == render(), "docs/formats.md is stale: python -m verifybench.formats.docs > docs/formats.md"
+    for kind in KINDS:
+        assert f"## {kind}" in page
