@@ -74,7 +74,7 @@ def design_weights(weight: ArrayLike, labeled: ArrayLike, round_: Iterable[Any] 
     bad = np.flatnonzero(~np.isfinite(w) | (w < 1 - 1e-9))
     if len(bad):
         i = int(bad[0])
-        raise RoundsRefused(f"row {i + 1} (round {rnd[i]}): weight {w[i]!r} is not a weight (1 / inclusion "
+        raise RoundsRefused(f"row {i + 1} (round {rnd[i]}): weight {float(w[i])!r} is not a weight (1 / inclusion "
                             "probability, at least 1): the row's design is unknown")
     if case_id is not None:
         seen: dict[Any, Any] = {}
@@ -107,12 +107,12 @@ def design_weights(weight: ArrayLike, labeled: ArrayLike, round_: Iterable[Any] 
 
 
 def _posterior_counts(y: np.ndarray, level: np.ndarray, n_levels: int, d: dict[str, np.ndarray],
-                      known: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
-    """DRAWS x n_levels x 2 draws of the union's case counts by (flag level, label) under the Polya
+                      known: np.ndarray | None, rng: np.random.Generator, draws: int = DRAWS) -> np.ndarray:
+    """`draws` x n_levels x 2 draws of the union's case counts by (flag level, label) under the Polya
     posterior (see the module's docstring). `known[c, l]`, where given, is cell c's count of cases at
     level l in its window (labeled or not)."""
     lab = d["weight"] > 0
-    out = np.zeros((DRAWS, n_levels, 2))
+    out = np.zeros((draws, n_levels, 2))
     fixed = lab & ~d["own"]  # rows standing for themselves: counted as they are
     out += np.bincount(level[fixed] * 2 + y[fixed].astype(int), minlength=2 * n_levels).reshape(n_levels, 2)
     for c in np.flatnonzero(~d["cell_known"]):
@@ -125,10 +125,10 @@ def _posterior_counts(y: np.ndarray, level: np.ndarray, n_levels: int, d: dict[s
         if rest <= 0:
             continue
         if known is not None and not np.isnan(known[c]).any():
-            rest_l = np.broadcast_to(np.maximum(known[c] - n_l, 0), (DRAWS, n_levels))
+            rest_l = np.broadcast_to(np.maximum(known[c] - n_l, 0), (draws, n_levels))
         else:
-            rest_l = rng.multinomial(rest, rng.dirichlet(n_l + 0.5, size=DRAWS))
-        p = rng.beta(k_l + 0.5, n_l - k_l + 0.5, size=(DRAWS, n_levels))
+            rest_l = rng.multinomial(rest, rng.dirichlet(n_l + 0.5, size=draws))
+        p = rng.beta(k_l + 0.5, n_l - k_l + 0.5, size=(draws, n_levels))
         bad = rng.binomial(rest_l.astype(np.int64), p)
         out[:, :, 1] += bad
         out[:, :, 0] += rest_l - bad
@@ -182,7 +182,7 @@ def rounds_estimate(y_true: ArrayLike, weight: ArrayLike, round_: Iterable[Any] 
                     flagged: dict[str, ArrayLike] | None = None, stratum_flagged: dict[str, ArrayLike] | None = None,
                     thresholds: dict[str, ArrayLike] | None = None, doc_type: Iterable[Any] | None = None,
                     case_id: Iterable[Any] | None = None, alpha: float = ALPHA, method: str = "polya",
-                    seed: int = 0) -> dict[str, Any]:
+                    seed: int = 0, draws: int = DRAWS) -> dict[str, Any]:
     """The hallucination rate and, per check in `flagged`, its flag rate, precision and recall over the
     union of the rounds' windows, each with a 1 - alpha interval (see the module's docstring).
 
@@ -200,6 +200,7 @@ def rounds_estimate(y_true: ArrayLike, weight: ArrayLike, round_: Iterable[Any] 
             one doc type differs between rounds is refused (its entry says why); the rest is estimated.
         doc_type: the rows' doc types (a policy's threshold may differ between them, not between rounds).
         case_id: the rows' case ids, to refuse a case queued in two rounds.
+        draws: posterior draws behind each "polya" interval.
     """
     if method not in METHODS:
         raise ValueError(f"method {method!r}: expected one of {', '.join(METHODS)}")
@@ -211,14 +212,14 @@ def rounds_estimate(y_true: ArrayLike, weight: ArrayLike, round_: Iterable[Any] 
     rng = np.random.default_rng(seed)
     polya = method == "polya"
     one = np.zeros(len(y), np.int64)
-    draws = _posterior_counts(yy, one, 1, d, None, rng)[:, 0, :] if polya else None
+    sims = _posterior_counts(yy, one, 1, d, None, rng, draws)[:, 0, :] if polya else None
     out: dict[str, Any] = {
         "rows": len(y), "labeled": int(lab.sum()), "represented": float(d["weight"].sum()), "method": method,
         "alpha": alpha,
         "rounds": {str(r): {"rows": int((rnd == r).sum()), "labeled": int((lab & (rnd == r)).sum()),
                             "weight": float(d["weight"][rnd == r].sum())} for r in dict.fromkeys(rnd.tolist())},
         "hallucination_rate": _ratio(yy, lab.astype(float), d,
-                                     draws[:, 1] / draws.sum(axis=1) if draws is not None else None, alpha),
+                                     sims[:, 1] / sims.sum(axis=1) if sims is not None else None, alpha),
         "checks": {},
     }
     for v, f in (flagged or {}).items():
@@ -227,16 +228,16 @@ def rounds_estimate(y_true: ArrayLike, weight: ArrayLike, round_: Iterable[Any] 
         if why:
             out["checks"][v] = {"refused": why}
             continue
-        out["checks"][v] = _check(yy, fl, lab, d, (stratum_flagged or {}).get(v), polya, rng, alpha)
+        out["checks"][v] = _check(yy, fl, lab, d, (stratum_flagged or {}).get(v), polya, rng, alpha, draws)
     return out
 
 
 def _check(y: np.ndarray, fl: np.ndarray, lab: np.ndarray, d: dict[str, np.ndarray], known_flagged: Any,
-           polya: bool, rng: np.random.Generator, alpha: float) -> dict[str, Any]:
+           polya: bool, rng: np.random.Generator, alpha: float, draws: int) -> dict[str, Any]:
     """Flag rate, precision and recall of one check. Levels: 0 not flagged, 1 flagged, 2 no decision."""
     level = np.where(np.isnan(fl), 2, (np.nan_to_num(fl) > 0.5).astype(int))
     has, f = (level < 2).astype(float), (level == 1).astype(float)
-    sims: dict[str, np.ndarray | None] = {"flag_rate": None, "precision": None, "recall": None}
+    sims: dict[str, Any] = {"flag_rate": None, "precision": None, "recall": None}
     point: dict[str, float | None] = {"flag_rate": None, "precision": None, "recall": None}
     if polya:
         known = None
@@ -248,7 +249,7 @@ def _check(y: np.ndarray, fl: np.ndarray, lab: np.ndarray, d: dict[str, np.ndarr
             # Known flagged count; the no-decision cases are taken as drawn in the rows (rare: errors).
             no_dec = np.bincount(d["cell"], weights=(level == 2) * lab * d["weight"], minlength=k)
             known = np.column_stack([size - kf[at] - np.round(no_dec), kf[at], np.round(no_dec)])
-        sims = _rates(_posterior_counts(y, level, 3, d, known, rng))
+        sims = dict(_rates(_posterior_counts(y, level, 3, d, known, rng, draws)))
         if known is not None:
             point = {k: float(v[0]) for k, v in _rates(_expected_counts(y, level, 3, d, known)[None]).items()}
     return {"flag_rate": _ratio(f * lab, has * lab, d, sims["flag_rate"], alpha, point["flag_rate"]),
