@@ -119,7 +119,7 @@ def test_crossfit_intervals_cover_at_a_hundred_cases(pool):
     y_all, s_all, _ = scores(pool, "attributionbench", "bleu")
     rng = np.random.default_rng(44)
     hits = {"spread": [], "jeffreys": []}
-    for r in range(60):
+    for r in range(150):
         idx = rng.choice(len(y_all), 100, replace=False)
         rest = np.setdiff1d(np.arange(len(y_all)), idx)
         for method in hits:
