@@ -226,6 +226,22 @@ def test_the_printed_detectable_change_is_caught_as_often_as_it_says(pool):
     assert 0.7 <= np.mean(caught) <= 0.9, np.mean(caught)
 
 
+def test_drift_holds_each_case_to_its_own_slices_threshold():
+    rng = np.random.default_rng(5)
+    a, b = rng.random(200), rng.random(150)
+    one = drift_test(a, b, 0.6, n_perm=100)
+    same = drift_test(a, b, (np.full(200, 0.6), np.full(150, 0.6)), n_perm=100)
+    assert same == one
+    # Two doc types at 0.3 and 0.9: production has more of the strict one, so it flags less with no score
+    # distribution moving within a doc type; a case keeps its own threshold when re-dealt.
+    t_a, t_b = np.where(np.arange(200) < 100, 0.3, 0.9), np.where(np.arange(150) < 30, 0.3, 0.9)
+    per = drift_test(a, b, (t_a, t_b), n_perm=200)
+    assert per["reference_flag_rate"] == np.mean(a >= t_a)
+    assert per["flag_rate_change"]["value"] < -0.1 and per["exceeds"]  # 0.40 -> 0.22 expected
+    with pytest.raises(ValueError, match="per-case thresholds"):
+        drift_test(a, b, (t_a, t_a))
+
+
 def test_drift_test_refuses_nan_and_empty():
     with pytest.raises(ValueError, match="NaN"):
         drift_test([0.1, np.nan], [0.2, 0.3])

@@ -68,14 +68,35 @@ def _psi_rows(xs: np.ndarray, mask: np.ndarray, bins: int) -> np.ndarray:
     return np.sum((q - p) * np.log(q / p), axis=1)
 
 
-def permutation_null(ref: ArrayLike, cur: ArrayLike, threshold: float | None = None, n_perm: int = N_PERM,
+Threshold = float | tuple[ArrayLike, ArrayLike] | None
+
+
+def _flags(ref: np.ndarray, cur: np.ndarray, threshold: Threshold) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each case's flag: at one threshold, or at each case's own (a pair of arrays: a policy's threshold
+    per doc type, the reference's and the production's cases each at their slice's)."""
+    if threshold is None:
+        return None
+    if isinstance(threshold, tuple):
+        t_ref, t_cur = (np.asarray(t, float) for t in threshold)
+        if t_ref.shape != ref.shape or t_cur.shape != cur.shape:
+            raise ValueError(f"per-case thresholds: {t_ref.shape} and {t_cur.shape} for {ref.shape} and {cur.shape} "
+                             "scores")
+        return ref >= t_ref, cur >= t_cur
+    return ref >= threshold, cur >= threshold
+
+
+def permutation_null(ref: ArrayLike, cur: ArrayLike, threshold: Threshold = None, n_perm: int = N_PERM,
                      seed: int = 0, bins: int = BINS) -> dict[str, np.ndarray]:
     """`psi` and `flag_rate_change` (production minus reference, at `threshold`; absent without one) for
-    `n_perm` random re-deals of the pooled scores into windows of the two sizes."""
+    `n_perm` random re-deals of the pooled scores into windows of the two sizes. A case keeps its flag
+    when it is dealt to the other side."""
     ref, cur = np.asarray(ref, float), np.asarray(cur, float)
-    xs = np.sort(np.r_[ref, cur])
+    both = np.r_[ref, cur]
+    order = np.argsort(both, kind="mergesort")
+    xs = both[order]
     n, n_ref = len(xs), len(ref)
-    flags = xs >= threshold if threshold is not None else None
+    f = _flags(ref, cur, threshold)
+    flags = np.r_[f[0], f[1]][order] if f is not None else None
     rng = np.random.default_rng(seed)
     base = np.zeros(n, bool)
     base[:n_ref] = True
@@ -112,10 +133,11 @@ def detectable_change(rate: float, n_ref: int, n_cur: int, alpha: float = ALPHA,
     return float(down), float(up)
 
 
-def drift_test(ref: ArrayLike, cur: ArrayLike, threshold: float | None = None, alpha: float = ALPHA,
+def drift_test(ref: ArrayLike, cur: ArrayLike, threshold: Threshold = None, alpha: float = ALPHA,
                n_perm: int = N_PERM, seed: int = 0, power: float = POWER, bins: int = BINS) -> dict[str, Any]:
-    """PSI and flag-rate change of `cur` against `ref` (scored cases only: drop error verdicts first),
-    each with its p-value and `noise` (the null's 1 - alpha quantile), the comparison's p-value
+    """PSI and flag-rate change of `cur` against `ref` (scored cases only: drop error verdicts first), at
+    `threshold` (one value, or a pair of per-case arrays where each case is held to its slice's), each
+    with its p-value and `noise` (the null's 1 - alpha quantile), the comparison's p-value
     (`p_value`: the smaller p-value, calibrated over the same permutations), `exceeds` (p_value <=
     alpha), and `detectable`: the smallest fall and rise of the flag rate that this comparison, at
     these sizes, catches with probability `power` (with the level the flag rate is tested at inside the
@@ -130,8 +152,9 @@ def drift_test(ref: ArrayLike, cur: ArrayLike, threshold: float | None = None, a
                            "permutations": n_perm}
     observed = {"psi": psi(ref, cur, bins)}
     nulls = {"psi": null["psi"]}
-    if threshold is not None:
-        fa, fb = float(np.mean(ref >= threshold)), float(np.mean(cur >= threshold))
+    flags = _flags(ref, cur, threshold)
+    if flags is not None:
+        fa, fb = float(np.mean(flags[0])), float(np.mean(flags[1]))
         observed["flag_rate_change"] = fb - fa
         nulls["flag_rate_change"] = null["flag_rate_change"]
         out["reference_flag_rate"], out["production_flag_rate"] = fa, fb
@@ -144,7 +167,7 @@ def drift_test(ref: ArrayLike, cur: ArrayLike, threshold: float | None = None, a
     out["exceeds"] = out["p_value"] <= alpha
     for k in extreme:
         out[k] = {"value": observed[k], "p_value": p_obs[k], "noise": float(np.quantile(extreme[k], 1 - alpha))}
-    if threshold is not None:
+    if flags is not None:
         # The flag rate alarms inside the combined test when its own p-value is at most this level.
         level = float(np.quantile(min_null, alpha)) if len(extreme) > 1 else alpha
         down, up = detectable_change(out["reference_flag_rate"], len(ref), len(cur), level, power)
