@@ -279,24 +279,6 @@ def _window(rows: np.ndarray, y: np.ndarray, scores: dict, thr: dict, sl: np.nda
                   action=np.where(sc["bleu"] >= thr["bleu"], "flagged", "allowed").astype(object))
 
 
-def _stratum_flags(w, pool: np.ndarray, sel: dict, thr: dict) -> dict[str, np.ndarray]:
-    """Per picked row and check: the window's count of flagged cases in the row's stratum of the round's
-    pool (what label-queue would have to write for the flags of unlabeled cases to count as known)."""
-    names = np.empty(len(w), dtype=object)
-    if any(str(x).startswith(("uncertain", "disagree")) for x in sel["stratum"]):
-        below = [x for x in dict.fromkeys(sel["stratum"].tolist()) if str(x).endswith("below")]
-        names[pool] = below[0] if below else "below"
-        names[sel["rows"]] = sel["stratum"]
-    else:
-        names[pool] = [f"{d} / {a}" for d, a in zip(w.doc_type[pool], w.action[pool])]
-    out = {}
-    for v in w.scores:
-        flagged = w.scores[v] >= thr[v]
-        per = pd.Series(flagged[pool]).groupby(names[pool]).sum()
-        out[v] = per.reindex(sel["stratum"]).to_numpy(float)
-    return out
-
-
 def _truth(rows: np.ndarray, y: np.ndarray, scores: dict, thr: dict) -> dict[str, float]:
     out = {"hallucination_rate": float(y[rows].mean())}
     for v in scores:
@@ -373,27 +355,26 @@ def _one_draw(design: str, n: int, b1: int, b2: int, strategy: str, y, scores, t
         rows = rng.choice(rest, n, replace=False)
         w = _window(rows, y, scores, thr, sl, "w")
         s1 = select(w, np.arange(n), b1, strategy, r, 0.2)
-        parts.append((rows, s1, 1, design == "same", _stratum_flags(w, np.arange(n), s1, thr)))
+        parts.append((rows, s1, 1, design == "same"))
         union = rows
         if design == "same":
             left = np.setdiff1d(np.arange(n), s1["rows"])
             s2 = select(w, left, b2, strategy, r + 10_000, 0.2)
-            parts.append((rows, s2, 2, False, _stratum_flags(w, left, s2, thr)))
+            parts.append((rows, s2, 2, False))
     else:
         both = rng.choice(rest, 2 * n, replace=False)
         union = both
         for i, rows in enumerate((both[:n], both[n:]), 1):
             w = _window(rows, y, scores, thr, sl, f"w{i}")
             sel = select(w, np.arange(n), b1 if i == 1 else b2, strategy, r + i * 10_000, 0.2)
-            parts.append((rows, sel, i, False, _stratum_flags(w, np.arange(n), sel, thr)))
-    case = np.concatenate([rows[sel["rows"]] for rows, sel, _, _, _ in parts])
+            parts.append((rows, sel, i, False))
+    case = np.concatenate([rows[sel["rows"]] for rows, sel, _, _ in parts])
     args = dict(y_true=y[case].astype(float), weight=np.concatenate([p[1]["weight"] for p in parts]),
                 round_=np.concatenate([np.full(len(p[1]["rows"]), p[2]) for p in parts]),
                 stratum=np.concatenate([p[1]["stratum"] for p in parts]),
                 later_window=np.concatenate([np.full(len(p[1]["rows"]), p[3]) for p in parts]),
                 flagged={v: (scores[v][case] >= thr[v]).astype(float) for v in scores})
-    known = {v: np.concatenate([p[4][v] for p in parts]) for v in scores}
-    return args, known, _truth(union, y, scores, thr)
+    return args, _truth(union, y, scores, thr)
 
 
 def _cell(err: dict, cov: dict, *keys: str) -> str:
@@ -414,23 +395,19 @@ def bench_rounds(reps: int, seed: int) -> None:
     _reproduce_issue(y, scores, thr, sl, rest)
     print(f"Simulation: AttributionBench cases with bleu and rouge scores (thresholds fitted on 400 other cases; "
           f"doc type = source dataset, 7 of them), `label-queue`'s own `select` (random share 0.2), {reps} draws "
-          "a row. Bias = mean estimate minus the truth of the windows' union; coverage of the 90% interval. "
-          "`known flags`: the window's flagged count per stratum given (label-queue would write it), else "
-          "drawn.\n")
+          "a row. Bias = mean estimate minus the truth of the windows' union; coverage of the 90% interval.\n")
     print("| design | strategy | interval | hallucination rate: bias / covered | flag rate (bleu, rouge) | "
           "precision (bleu, rouge) | recall (bleu, rouge) |")
     print("|---|---|---|---|---|---|---|")
     for name, (design, n, b1, b2) in ROUND_DESIGNS.items():
         for strategy in ("uncertain", "stratified"):
-            for label, method, use_known in (("polya, known flags", "polya", True), ("polya", "polya", False),
-                                             ("wilson (linearised)", "wilson", False)):
+            for label, method in (("polya", "polya"), ("wilson (linearised)", "wilson")):
                 r_rng = np.random.default_rng([seed, n, b1, b2, len(strategy)])
                 err: dict[str, list[float]] = {}
                 cov: dict[str, list[bool]] = {}
                 for r in range(reps):
-                    args, known, truth = _one_draw(design, n, b1, b2, strategy, y, scores, thr, sl, rest, r_rng, r)
-                    est = rounds_estimate(**args, stratum_flagged=known if use_known else None, method=method,
-                                          seed=r)
+                    args, truth = _one_draw(design, n, b1, b2, strategy, y, scores, thr, sl, rest, r_rng, r)
+                    est = rounds_estimate(**args, method=method, seed=r)
                     items = {"hallucination_rate": est["hallucination_rate"]}
                     for v in scores:
                         for m in ("flag_rate", "precision", "recall"):
