@@ -329,8 +329,9 @@ def _reproduce_issue(y: np.ndarray, scores: dict, thr: dict, sl: np.ndarray, res
     print("| figure | truth (whole window labeled) | today: merge + estimate | rounds_estimate [90% interval] |")
     print("|---|---|---|---|")
     print(f"| cases the weights stand for | 44 | {today['window_cases_represented']:.0f} | {mine['represented']:.0f} |")
+    h = mine["hallucination_rate"]
     print(f"| hallucination rate | {truth['hallucination_rate']:.3f} | {today['hallucination_rate']['weighted']:.3f} | "
-          f"{mine['hallucination_rate']['estimate']:.3f} {mine['hallucination_rate']['ci']} |")
+          f"{h['estimate']:.3f} [{h['ci'][0]:.3f}, {h['ci'][1]:.3f}] |")
     for v in scores:
         for m in ("flag_rate", "precision", "recall"):
             t = truth[f"{v} {m.replace('_', ' ')}"]

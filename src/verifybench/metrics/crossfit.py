@@ -13,9 +13,10 @@ Intervals (`method`), chosen by simulation (benchmarks/README.md, "Thresholds fr
   out-of-fold counts plus how far the metric moves on these cases when the whole-set threshold is refitted
   on a stratified resample. The threshold itself is a noisy pick at these sizes: its true precision and
   recall vary from one draw of the cases to the next about as much as the counts' noise, and an
-  interval from the counts alone covers the true recall 61-72% of the time instead of 90% (85-89% where
-  the score all but separates the classes). This one covered 86-98% from 100 to 1,000 cases, and is
-  conservative: its recall interval is about twice as wide as the counts';
+  interval from the counts alone covers the true recall 61-85% of the time instead of 90% where the
+  score ranks moderately (AUROC about 0.75; 84-89% where it all but separates the classes). This one
+  covered 86-98% from 60 to 1,000 cases, and is conservative: its recall interval is up to twice as
+  wide as the counts';
 - "jeffreys": the counts alone, Dirichlet(counts + 1/2): precision and recall get exactly Jeffreys'
   interval (two cells of a Dirichlet, renormalised, are Beta), F1 its interval from the same draws;
 - "wilson": Wilson's interval of precision and recall on the same counts (F1 as "jeffreys");
