@@ -112,7 +112,6 @@ def test_crossfit_refuses_what_it_cannot_estimate():
         crossfit(y, np.linspace(0, 1, 58), method="x")
 
 
-@pytest.mark.slow  # a seeded simulation of a few hundred draws
 def test_crossfit_intervals_cover_at_a_hundred_cases(pool):
     """100 cases drawn from AttributionBench (bleu): the 90% intervals hold the whole-set threshold's true
     precision and recall (on the rest of the pool) at least 85% of the time; intervals from the counts
@@ -191,7 +190,6 @@ def test_permutation_psi_is_the_drift_commands_psi():
     assert set(null) == {"psi", "flag_rate_change"} and len(null["psi"]) == 50
 
 
-@pytest.mark.slow  # a seeded simulation of a few hundred draws
 def test_drift_alarms_at_the_stated_rate_when_nothing_moved(pool):
     """Two windows from one distribution: drift_test alarms on about 5% of them at every size, where
     today's fixed limits alarm on most small windows (issue 44: 88% at 50 a side)."""
@@ -209,7 +207,6 @@ def test_drift_alarms_at_the_stated_rate_when_nothing_moved(pool):
             assert np.mean(fixed) > 0.5
 
 
-@pytest.mark.slow  # a seeded simulation of a few hundred draws
 def test_the_printed_detectable_change_is_caught_as_often_as_it_says(pool):
     """At 200 cases a side the printed smallest detectable rise of the flag rate is caught about 80% of
     the time by the same test (the power it is printed for)."""
@@ -304,7 +301,6 @@ def test_rounds_that_cannot_be_combined_are_refused_with_the_reason():
     assert out["hallucination_rate"]["estimate"] == 0.5  # what does not depend on the check is still estimated
 
 
-@pytest.mark.slow  # a seeded simulation of a few hundred draws
 @pytest.mark.parametrize("rounds", [1, 2])
 def test_round_estimates_are_unbiased_and_their_intervals_hold(pool, rounds):
     """Windows of 300 AttributionBench cases, `label-queue`'s uncertain design (random share 0.2): one round
