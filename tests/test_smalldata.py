@@ -159,8 +159,8 @@ def test_pooled_slice_thresholds_beat_the_whole_set_and_the_slice_alone(pool):
     y, s, sl = scores(pool, "attributionbench", "bleu")
     rng = np.random.default_rng(4)
     f1 = {"whole": [], "own": [], "pooled": []}
-    for _ in range(40):
-        take = {nm: rng.choice(np.flatnonzero(sl == nm), rng.integers(10, 41), replace=False) for nm in set(sl)}
+    for _ in range(150):  # the gain over the whole set's is about 0.003 (benchmarks/README.md): 150 draws see it
+        take = {nm: rng.choice(np.flatnonzero(sl == nm), rng.integers(10, 41), replace=False) for nm in sorted(set(sl))}
         idx = np.concatenate(list(take.values()))
         fit = pooled_thresholds(y[idx], s[idx], sl[idx], "f1")
         for nm, rows in take.items():
