@@ -5,6 +5,7 @@ labels logged in MLflow read back as a labeled set (`loader: mlflow`)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import write
@@ -28,7 +29,13 @@ def store(tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)
-    return uri
+    yield uri
+    # MLflow keeps both in globals: unset again, so a later test's $MLFLOW_TRACKING_URI and experiment count
+    mlflow.set_tracking_uri(None)
+    from mlflow.tracking import fluent
+
+    fluent._active_experiment_id = None
+    os.environ.pop("MLFLOW_EXPERIMENT_ID", None)  # set_experiment exports it for subprocesses
 
 
 def _run(tmp_path, rows, name="support"):

@@ -44,10 +44,13 @@ _TRACE_SPAN = re.compile(r"^([0-9a-f]{32}):([0-9a-f]{16})$")
 
 @contextmanager
 def _tracking_uri(uri: str):
-    """MLflow's tracer exports to the global tracking URI: point it at `uri` while traces are made."""
+    """MLflow's tracer exports to the global tracking URI: point it at `uri` while traces are made, then
+    put back what was there, an unset URI as unset (setting it back to the URI it resolved to would pin
+    it, and a later change of $MLFLOW_TRACKING_URI in this process would no longer count)."""
     import mlflow
+    from mlflow.tracking._tracking_service import utils
 
-    before = mlflow.get_tracking_uri()
+    before = getattr(utils, "_tracking_uri", None)  # None: never set in this process
     mlflow.set_tracking_uri(uri)
     try:
         yield
