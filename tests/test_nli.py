@@ -313,6 +313,7 @@ def test_the_byod_suite_runs_beside_rouge_and_anchors_with_a_paired_compare(tmp_
     logged = {r["case_id"]: r["score"] for r in iter_jsonl(tmp_path / "log/results.jsonl")}
     preds = write(tmp_path / "logged.csv", "case_id,consistency\n" + "".join(
         f"{c['id']},{100 * (1 - logged[c['id']]):.4f}\n" for c in cases))
+    monkeypatch.setenv("VERIFYBENCH_SCORES", str(preds))  # read when the verifiers are built, in the run
     suite = byod_suite(tmp_path, root, preds)
     assert [v.id for v in suite.verifiers] == ["rouge", "anchors", "nli", "logged"]
     result = api.run(suite, out=tmp_path / "run", progress=False)
