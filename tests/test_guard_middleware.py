@@ -146,7 +146,7 @@ def served(tmp_path_factory):
         time.sleep(0.05)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            yield {"client": client, "seen": seen, "log": base / "log"}
+            yield {"client": client, "seen": seen, "log": base / "log", "policy": policy}
     finally:
         server.should_exit = True
         thread.join(10)
@@ -277,3 +277,26 @@ def test_a_contract_with_an_unknown_key_or_a_bad_path_is_refused(served):
         GuardMiddleware(None, guard=Guard.__new__(Guard), paths=["/a"], contract={"answer": "a."})
     with pytest.raises(ValueError, match="paths: name at least one path"):
         GuardMiddleware(None, guard=Guard.__new__(Guard), paths=[])
+
+
+def test_a_decision_the_log_cannot_take_withholds_the_answer_with_a_503(served, tmp_path):
+    policy = served["policy"]
+    app = FastAPI()
+
+    @app.post("/answer")
+    async def answer() -> dict:
+        return {"answer": ANSWER, "sources": SOURCES}
+
+    with Guard(policy, allow_code=TEST_CODE, checks=["sentences"], log_dir=tmp_path / "log") as g:
+        def broken(fd: int) -> None:
+            raise OSError(28, "No space left on device")
+
+        g.log.sync = broken  # type: ignore[union-attr]
+        app.add_middleware(GuardMiddleware, guard=g, paths=["/answer"])
+
+        async def call():
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as client:
+                return await client.post("/answer", json={})
+
+        r = asyncio.run(call())
+    assert r.status_code == 503 and r.json()["reason"] == "decision log" and ANSWER not in r.text
