@@ -214,7 +214,8 @@ def test_the_seed_worked_example_on_the_bundled_pack(capsys):
     facts = load_facts(pack=load_pack("refunds")).tables()
     assert facts["orders"].set_index("order_id").loc["A-91", "customer_id"] == "C-184"
     assert facts["customers"].set_index("customer_id").loc["C-184", "tier"] == "GOLD"
-    derived = {(r["claim_type"], r["value"]) for r in GraphVerifier().checker().kg.derived().to_dict("records")
+    graph = GraphVerifier()
+    derived = {(r["claim_type"], r["value"]) for r in graph.checker().kg.derived().to_dict("records")
                if r["subject_id"] == "A-91"}
     assert {("refund_eligible", "true"), ("refund_amount", "12999"), ("refund_method", "ORIGINAL_PAYMENT"),
             ("customer_tier", "GOLD"), ("return_window_days", "30"), ("defective", "false"),
@@ -230,8 +231,8 @@ def test_the_seed_worked_example_on_the_bundled_pack(capsys):
         ("refund_method of A-91 = STORE_CREDIT", "contradicted", "ORIGINAL_PAYMENT"),
         ("customer_tier of A-91 = PLATINUM", "contradicted", "GOLD")}
     # No order of that id: the seed's "unsupported".
-    (unknown,) = GraphVerifier().verify([Case(id="u", dataset="seed", response="", label=True,
-                                              claims=[claim("eligible_for_refund", "A-404", True)])])
+    (unknown,) = graph.verify([Case(id="u", dataset="seed", response="", label=True,
+                                    claims=[claim("eligible_for_refund", "A-404", True)])])
     assert unknown.units[0].status == "unsupported"
 
 
