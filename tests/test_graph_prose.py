@@ -265,3 +265,66 @@ def test_an_llm_extractor_on_the_final_answer_counts_in_the_loop_s_usage(fake):
     assert flag.reason == "states the refund_amount of A-5618 (300.00), which the graph never confirmed"
     # One scripted call (no tokens) and the extractor's two requests, one of them retried.
     assert (result.usage.requests, result.usage.retries, result.usage.input_tokens) == (3, 1, 100)
+
+
+# --- gate 2 as the seed has it: entailed claims go through, only the others are dropped ------------------
+
+MIXED = [c("refund_method", "STORE_CREDIT"), c("refund_amount", "295.64"), c("shipping_refundable", True),
+         c("refund_eligible", True, subject="A-404")]
+MIXED_FINAL = ("Order A-5618 is refunded: you will receive $295.64. The money is returned as store credit. "
+               "Shipping costs are refunded as well.")
+
+
+def _mixed_run(checker, **options):
+    backend = ScriptedBackend([tool_call(*MIXED), json.dumps({"final": MIXED_FINAL})])
+    return TwoGateAgent(backend, checker, **options).run("What refund do I get for order A-5618?")
+
+
+def test_gate2_keeps_the_entailed_claims_of_a_call_and_marks_only_the_dropped_ones(checker):
+    result = _mixed_run(checker)
+    assert {(g.claim.claim_type, g.expected[0]) for g in result.grounded} == {
+        ("refund_method", "STORE_CREDIT"), ("refund_amount", "295.64")}
+    assert [(d.claim.claim_type, d.status) for d in result.dropped] == [
+        ("shipping_refundable", "contradicted"), ("refund_eligible", "unsupported")]
+    # What the model read: the grounded claims, and each dropped one with its reason and expected value.
+    told = json.loads(result.messages[3]["content"])
+    assert told["tool_result"] == "partially grounded"
+    assert [g["claim_type"] for g in told["claims"]] == ["refund_method", "refund_amount"]
+    assert "claims[2] contradicted by gate 2" in told["dropped"][0] and "expected: false" in told["dropped"][0]
+    assert "claims[3] unsupported by gate 2" in told["dropped"][1]
+    # Only the sentence stating the dropped claim is flagged, as dropped, not as "never confirmed".
+    (flag,) = result.flags
+    assert flag.sentence == "Shipping costs are refunded as well." and flag.status == "contradicted"
+    assert flag.reason == ("states the shipping_refundable of A-5618 (true), which gate 2 dropped: "
+                           "the shipping_refundable of order A-5618 is false, not true")
+
+
+def test_gate2_all_or_nothing_keeps_the_stricter_loop(checker):
+    result = _mixed_run(checker, gate2="all_or_nothing")
+    assert result.grounded == [] and json.loads(result.messages[3]["content"])["tool_result"] == "rejected"
+    assert {f.status for f in result.flags} == {"not_grounded", "contradicted"}
+    assert len(result.flags) == 3  # the amount and the method too: nothing of the call was grounded
+    with pytest.raises(ValueError, match="gate2 must be one of"):
+        TwoGateAgent(ScriptedBackend([]), checker, gate2="loose")
+
+
+def test_a_dropped_claim_the_model_then_corrects_is_grounded_not_dropped(checker):
+    backend = ScriptedBackend([tool_call(c("refund_method", "STORE_CREDIT"), c("shipping_refundable", True)),
+                               tool_call(c("shipping_refundable", False)),
+                               json.dumps({"final": "The money is returned as store credit. Shipping costs are not "
+                                                    "refunded."})])
+    result = TwoGateAgent(backend, checker).run("Refund terms for order A-5618?")
+    assert result.dropped == [] and result.flags == []
+    assert {(g.claim.claim_type, g.expected[0]) for g in result.grounded} == {
+        ("refund_method", "STORE_CREDIT"), ("shipping_refundable", "false")}
+
+
+def test_run_guarded_cuts_only_the_dropped_claim(checker):
+    from verifybench.guard.agent import run_guarded
+
+    backend = ScriptedBackend([tool_call(*MIXED), json.dumps({"final": MIXED_FINAL})])
+    out = run_guarded(TwoGateAgent(backend, checker), "What refund do I get for order A-5618?")
+    assert out.action == "rewritten"
+    assert out.answer == "Order A-5618 is refunded: you will receive $295.64. The money is returned as store credit."
+    (cut,) = out.removed
+    assert cut.text == "Shipping costs are refunded as well." and "gate 2 dropped" in cut.reason

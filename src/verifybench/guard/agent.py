@@ -1,7 +1,9 @@
 """The graph article's two-gate agent loop with the guard on its final answer.
 
 The loop (`verifybench.verifiers.graph.agent.TwoGateAgent`) grounds claims in the knowledge graph, gate
-by gate, and reads its final prose for sentences that assert a value no grounded claim backs. Here the
+by gate (gate 2 keeps a call's entailed claims and drops only the others), and reads its final prose for
+sentences that assert a value no grounded claim backs; a sentence stating a dropped claim is cut with
+gate 2's reason, the sentences of the same call's entailed claims stay. Here the
 final answer is then held to them, as the article describes: with `action="strip"` every unconfirmed
 sentence is cut out by its offsets (the loop's own flags, and the units the guard's checks flag, e.g. a
 `graph` verifier with `claims: from_response` at its fitted threshold), with `action="block"` an answer

@@ -6,11 +6,14 @@ to it as grounded facts; its final prose is then held to those grounded claims.
          or a final answer {"final": "..."}
       -> gate 1 (claims.py): shape; a rejection goes back to the model before any graph query
       -> the knowledge graph derives the authoritative values (the pack's rules, kg.py)
-      -> gate 2 (entailment.py): anything not entailed goes back to the model as a rejection naming the
-         expected value; entailed claims go back as the grounded tool result
+      -> gate 2 (entailment.py), as the seed has it: entailed claims are grounded and go back as the tool
+         result; a contradicted, unsupported or conflicting claim is dropped, and goes back to the model
+         with its reason and the expected value (`AgentResult.dropped`). `gate2="all_or_nothing"` is the
+         stricter loop: one claim not entailed rejects the whole call, and nothing of it is grounded
       -> repeat until the model answers, at most `max_steps` model calls
       -> the final answer's sentences are read for claims (prose.py, the pack's patterns by default):
-         a sentence asserting a value the graph did not entail is flagged (`AgentResult.flags`)
+         a sentence asserting a value the graph did not entail is flagged (`AgentResult.flags`), and one
+         stating a claim gate 2 dropped says so
 
 The model is reached through the LLM layer (`verifybench.verifiers.llm`): an `LLMClient`, or any
 `Backend` (OpenAI-compatible, Anthropic, llama.cpp, or in tests a scripted one), which then gets the
@@ -46,7 +49,8 @@ def system_prompt(pack: Pack) -> str:
 To check facts, reply with only this JSON:
 {{"tool": "{pack.tool}", "claims": [{{"claim_type": "...", "subject_id": "<{entity} id>", "value": ..., "evidence": "<why you think so>"}}]}}
 Claim types and their values: {", ".join(f"{k} ({c.kind})" for k, c in pack.claims.items())}.
-A rejected claim comes back with the reason and the expected value: correct it and check again.
+Confirmed claims come back grounded; a rejected claim comes back with the reason and the expected value:
+correct it and check again, or leave it out.
 When every fact you will state is confirmed, reply with only: {{"final": "<your answer>"}}"""  # noqa: E501 - the prompt as sent
 
 
@@ -61,21 +65,33 @@ class Step:
     feedback: str = ""  # what went back into the conversation
 
 
+GATE2_MODES = ("keep_entailed", "all_or_nothing")
+# Why a sentence is flagged: the gate-2 status of the claim it states when gate 2 dropped that very claim,
+# else one of these.
+NOT_GROUNDED, DIFFERS, NOT_READ = "not_grounded", "differs", "rejected"
+
+
 @dataclass
 class Flag:
-    """A sentence of the final answer that asserts a value the graph did not entail."""
+    """A sentence of the final answer that asserts a value the graph did not entail. `status`: the gate-2
+    status of the dropped claim it states (contradicted, unsupported, conflict), `not_grounded` (no
+    grounded claim covers it), `differs` (a value other than the grounded one) or `rejected` (not a
+    checkable claim)."""
 
     sentence: str
     claim: dict[str, Any]
     reason: str
     start: int | None = None
     end: int | None = None
+    status: str = NOT_GROUNDED
 
 
 @dataclass
 class AgentResult:
-    """How the loop ended: `answer` is None when the model ran out of steps. `flags`: the final answer's
-    sentences that state a value no grounded claim backs (empty when the answer keeps to them)."""
+    """How the loop ended: `answer` is None when the model ran out of steps. `grounded`: the claims gate 2
+    entailed; `dropped`: the claims it did not (contradicted, unsupported, conflict), each (subject, claim
+    type) once, the latest, and none the loop grounded later. `flags`: the final answer's sentences that
+    state a value no grounded claim backs (empty when the answer keeps to them)."""
 
     answer: str | None
     grounded: list[ClaimCheck]
@@ -83,6 +99,7 @@ class AgentResult:
     messages: list[dict]
     flags: list[Flag] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)  # the model calls (and an LLM extractor's): requests, retries, tokens
+    dropped: list[ClaimCheck] = field(default_factory=list)
 
     @property
     def stopped(self) -> str:
@@ -94,55 +111,71 @@ def parse_action(text: str) -> dict[str, Any] | None:
     return try_json_object(text)
 
 
+def _gate2_line(c: ClaimCheck) -> str:
+    if c.status == "entailed":
+        return f"claims[{c.index}] entailed: {c.reason}"
+    expected = f" expected: {', '.join(c.expected)}." if c.expected else ""
+    return f"claims[{c.index}] {c.status} by gate 2 (knowledge graph): {c.reason}.{expected}"
+
+
 def rejection_message(rejections: list[Rejection], checks: list[ClaimCheck]) -> str:
     """What the model reads after a failed gate: one line per claim, with the reason."""
     lines = [f"claims[{r.index}] rejected by gate 1 (shape): {r.reason}" for r in rejections]
-    for c in checks:
-        if c.status == "entailed":
-            lines.append(f"claims[{c.index}] entailed: {c.reason}")
-        else:
-            expected = f" expected: {', '.join(c.expected)}." if c.expected else ""
-            lines.append(f"claims[{c.index}] {c.status} by gate 2 (knowledge graph): {c.reason}.{expected}")
+    lines += [_gate2_line(c) for c in checks]
     return json.dumps({"tool_result": "rejected", "details": lines,
                        "instruction": "Correct the rejected claims and check them again, or drop them."})
 
 
+def _key(c: ClaimCheck) -> tuple[str, str]:
+    return c.claim.subject_id, c.claim.claim_type
+
+
 def check_answer(answer: str, grounded: list[ClaimCheck], pack: Pack, extractor, question: str | None = None,
-                 ) -> list[Flag]:
+                 dropped: list[ClaimCheck] | None = None) -> list[Flag]:
     """The sentences of `answer` that assert a value the graph did not entail: a value of a (subject,
     claim type) no grounded claim covers, or one that differs from the grounded value.
 
     Args:
         extractor: reads claims from prose (prose.RulesExtractor or LLMExtractor).
+        dropped: the claims gate 2 dropped; a sentence stating one of them (the same value) says so.
     """
-    confirmed = {(c.claim.subject_id, c.claim.claim_type): c for c in grounded}
+    confirmed = {_key(c): c for c in grounded}
+    lost = {_key(c): c for c in dropped or ()}
     found = extractor.extract(answer, question)
     if found.problem:
-        return [Flag(answer, {}, f"claim extraction: {found.problem}")]
+        return [Flag(answer, {}, f"claim extraction: {found.problem}", status=NOT_READ)]
     accepted, rejected = gate1(found.claims, pack)
     flags = [Flag(found.claims[r.index].get("evidence", ""), found.claims[r.index], f"not a checkable claim: {r.reason}",
-                  found.claims[r.index].get("start"), found.claims[r.index].get("end"))
+                  found.claims[r.index].get("start"), found.claims[r.index].get("end"), NOT_READ)
              for r in rejected if 0 <= r.index < len(found.claims)]
     for i, claim in accepted:
         raw = found.claims[i]
         what = f"{claim.claim_type} of {claim.subject_id}"
         said = display(claim.kind, claim.normalised)
         ground = confirmed.get((claim.subject_id, claim.claim_type))
-        if ground is None:
-            reason = f"states the {what} ({said}), which the graph never confirmed"
+        gone = lost.get((claim.subject_id, claim.claim_type))
+        if ground is None and gone is not None and gone.claim.normalised == claim.normalised:
+            reason, status = f"states the {what} ({said}), which gate 2 dropped: {gone.reason}", gone.status
+        elif ground is None:
+            reason, status = f"states the {what} ({said}), which the graph never confirmed", NOT_GROUNDED
         elif claim.normalised not in ground.expected_normalised:
-            reason = f"states the {what} as {said}; the graph entailed {ground.expected[0]}"
+            reason, status = f"states the {what} as {said}; the graph entailed {ground.expected[0]}", DIFFERS
         else:
             continue
-        flags.append(Flag(raw.get("evidence", ""), raw, reason, raw.get("start"), raw.get("end")))
+        flags.append(Flag(raw.get("evidence", ""), raw, reason, raw.get("start"), raw.get("end"), status))
     return flags
 
 
-def grounded_message(checks: list[ClaimCheck]) -> str:
-    return json.dumps({"tool_result": "grounded",
-                       "claims": [{"claim_type": c.claim.claim_type, "subject_id": c.claim.subject_id,
-                                   "value": c.expected[0], "rules": [s["rule"] for s in c.proof.get("steps", [])]}
-                                  for c in checks]})
+def grounded_message(checks: list[ClaimCheck], dropped: list[ClaimCheck] | None = None) -> str:
+    """The tool result: the grounded claims, and (a partial result) each dropped claim with its reason."""
+    claims = [{"claim_type": c.claim.claim_type, "subject_id": c.claim.subject_id, "value": c.expected[0],
+               "rules": [s["rule"] for s in c.proof.get("steps", [])]} for c in checks]
+    if not dropped:
+        return json.dumps({"tool_result": "grounded", "claims": claims})
+    return json.dumps({"tool_result": "partially grounded", "claims": claims,
+                       "dropped": [_gate2_line(c) for c in dropped],
+                       "instruction": "State only the grounded claims. Correct the dropped claims and check them "
+                                      "again, or leave them out."})
 
 
 class TwoGateAgent:
@@ -156,13 +189,18 @@ class TwoGateAgent:
         extractor: reads the final answer's claims (default: the pack's patterns, prose.RulesExtractor;
             None when the pack has none, and then the answer is not checked).
         pack: the domain pack (default: the checker's; without a checker, the bundled refund pack).
+        gate2: `keep_entailed` (the seed's gate 2: a call's entailed claims are grounded, the others
+            dropped and sent back) or `all_or_nothing` (one claim not entailed rejects the whole call).
     """
 
     def __init__(self, backend: LLMClient | Backend, checker: Checker | None, max_steps: int = 6,
                  temperature: float = 0.0, max_tokens: int = 512, timeout_s: float = 60.0, seed: int | None = 0,
-                 extractor=None, pack: Pack | None = None):
+                 extractor=None, pack: Pack | None = None, gate2: str = "keep_entailed"):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        if gate2 not in GATE2_MODES:
+            raise ValueError(f"gate2 must be one of {', '.join(GATE2_MODES)}, got {gate2!r}")
+        self.gate2 = gate2
         self.client = backend if isinstance(backend, LLMClient) else LLMClient(backend, timeout_s=timeout_s)
         self.checker = checker
         if pack is None:
@@ -185,6 +223,7 @@ class TwoGateAgent:
         messages = [{"role": "system", "content": system_prompt(self.pack)}, {"role": "user", "content": question}]
         steps: list[Step] = []
         grounded: dict[tuple[str, str], ClaimCheck] = {}
+        dropped: dict[tuple[str, str], ClaimCheck] = {}
         usage = Usage()
         for _ in range(self.max_steps):
             reply = self.client.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens,
@@ -193,13 +232,13 @@ class TwoGateAgent:
             action = parse_action(reply)
             if action is not None and isinstance(action.get("final"), str) and "claims" not in action:
                 steps.append(Step(reply, "final"))
-                confirmed = list(grounded.values())
+                confirmed, lost = list(grounded.values()), list(dropped.values())
                 flags = []
                 if self.extractor is not None:
                     with track_usage() as read:  # an LLM extractor's calls count as the loop's
-                        flags = check_answer(action["final"], confirmed, self.pack, self.extractor, question)
+                        flags = check_answer(action["final"], confirmed, self.pack, self.extractor, question, lost)
                     usage.add(read)
-                return AgentResult(action["final"], confirmed, steps, messages, flags, usage)
+                return AgentResult(action["final"], confirmed, steps, messages, flags, usage, lost)
             if action is None or action.get("tool") != tool:
                 step = Step(reply, "invalid", feedback=json.dumps({
                     "error": f'reply with only a JSON object: {{"tool": "{tool}", "claims": [...]}} or {{"final": "..."}}'}))
@@ -212,11 +251,20 @@ class TwoGateAgent:
                     raise ValueError("the model called the graph tool, but this agent has no checker (gate 2)")
                 else:
                     step.checks = self.checker.check(accepted)
-                    if all(c.status == "entailed" for c in step.checks):
-                        grounded.update({(c.claim.subject_id, c.claim.claim_type): c for c in step.checks})
-                        step.feedback = grounded_message(step.checks)
-                    else:
-                        step.feedback = rejection_message([], step.checks)
+                    step.feedback = self._gate2(step.checks, grounded, dropped)
             steps.append(step)
             messages.append({"role": "user", "content": step.feedback})
-        return AgentResult(None, list(grounded.values()), steps, messages, usage=usage)
+        return AgentResult(None, list(grounded.values()), steps, messages, usage=usage, dropped=list(dropped.values()))
+
+    def _gate2(self, checks: list[ClaimCheck], grounded: dict, dropped: dict) -> str:
+        """Gate 2 on one call's checks: ground what it lets through, mark what it drops, and say so."""
+        kept = [c for c in checks if c.status == "entailed"]
+        lost = [c for c in checks if c.status != "entailed"]
+        # A value grounded earlier stands; a dropped one is replaced by the next check of the same claim.
+        dropped.update({_key(c): c for c in lost if _key(c) not in grounded})
+        if lost and (not kept or self.gate2 == "all_or_nothing"):
+            return rejection_message([], checks)
+        for c in kept:
+            grounded[_key(c)] = c
+            dropped.pop(_key(c), None)
+        return grounded_message(kept, lost)
