@@ -55,7 +55,7 @@ def _tracking_uri(uri: str):
     try:
         yield
     finally:
-        mlflow.set_tracking_uri(before)
+        mlflow.set_tracking_uri(before)  # type: ignore[arg-type]  # None: unset again (MLflow does the same)
 
 
 def trace_of(case_id: str, meta: dict[str, Any]) -> tuple[str, str] | None:
