@@ -10,7 +10,9 @@ import pytest
 from verifybench.formats import KINDS, Baseline, FormatError, Manifest
 from verifybench.formats.base import StaleFormat, written_by
 from verifybench.formats.docs import render
+from verifybench.formats.guardfile import GuardSpec
 from verifybench.formats.metrics import Metrics
+from verifybench.formats.policy import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
 V01 = ROOT / "tests" / "fixtures" / "formats" / "v0.1"
@@ -70,3 +72,35 @@ def test_docs_formats_page_is_generated_from_the_models():
     assert page == render(), "docs/formats.md is stale: python -m verifybench.formats.docs > docs/formats.md"
     for kind in KINDS:
         assert f"## {kind}" in page
+
+
+def test_a_v0_1_policy_and_guard_file_are_read_as_their_legacy_format():
+    p = Policy.read(V01 / "policy.yaml")
+    assert (p.kind, p.format, p.by) == ("verifybench.policy", Policy.VERSION, "doc_type")
+    assert p.verifiers is not None and p.verifiers["rouge"].config_hash == "43f430a92b8d2479"
+    assert p.mapping()["bleu"]["support_answer"] == pytest.approx(0.8075, abs=1e-4)
+    g = GuardSpec.read(V01 / "guard.yaml")  # written by hand, without kind or format: format 1
+    assert (g.kind, g.format, g.checks, g.action) == ("verifybench.guard", GuardSpec.VERSION, ["rouge", "bleu"], "block")
+
+
+def test_a_guard_built_from_the_v0_1_files_decides_as_0_1_did(tmp_path):
+    """The same guard hash, policy hash, scores and actions as the decision log 0.1 wrote through them."""
+    from verifybench.guard import Guard
+
+    records = [json.loads(line) for line in (V01 / "guard-log" / "decisions-8155-1.jsonl").read_text().splitlines()]
+    with Guard(V01 / "guard.yaml", log_dir=tmp_path / "log") as g:
+        assert (g.hash, g.policy_hash) == (records[0]["decision"]["guard_hash"], records[0]["decision"]["policy_hash"])
+        for r in records:
+            d = g.check(r["response"], r["sources"], r["question"], r["doc_type"], r["meta"])
+            assert d.action == r["decision"]["action"]
+            assert [c.score for c in d.checks] == [c["score"] for c in r["decision"]["checks"]]
+
+
+def test_a_hand_written_cascade_bound_under_its_old_name_is_migrated(tmp_path):
+    path = tmp_path / "guard.yaml"
+    path.write_text("policy: p.yaml\ncombination: cascade\ncascade: {pass_at_or_below: 0.1, flag_at_or_above: 0.8}\n")
+    assert GuardSpec.read(path).cascade.allow_at_or_below == 0.1
+    path.write_text("kind: verifybench.guard\nformat: 2\npolicy: p.yaml\ncascade: {pass_at_or_below: 0.1}\n")
+    with pytest.raises(FormatError, match=r"guard.yaml: cascade.pass_at_or_below: unknown key \(known: confidence, "
+                                          r"allow_at_or_below, flag_at_or_above\)"):
+        GuardSpec.read(path)

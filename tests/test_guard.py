@@ -100,8 +100,8 @@ def test_a_scores_detector_reads_its_threshold_on_its_own_scale(tmp_path):
                                                  "id": "vendor"}}], metrics={"bootstrap": 20})
     policy = tmp_path / "policy.yaml"
     doc = verifybench.thresholds(run.run_dir, out=policy)
-    t = doc["thresholds"]["vendor"]["all"]["threshold"]
-    native = doc["thresholds"]["vendor"]["all"]["native"]
+    t = doc.thresholds["vendor"]["all"].threshold
+    native = doc.thresholds["vendor"]["all"].native
     assert native == f"consistency <= {(1 - t) * 100:.4g}"
     bound = float(native.split("<=")[1])
     with Guard(policy, allow_code=TEST_CODE, log_dir=False) as g:

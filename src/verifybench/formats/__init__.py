@@ -4,12 +4,16 @@ refuses a newer one; `Model(...).write(path)` writes the current one."""
 
 from verifybench.formats.base import FormatError, Stored, written_by
 from verifybench.formats.baseline import Baseline
+from verifybench.formats.guardfile import GuardSpec
 from verifybench.formats.manifest import Manifest
+from verifybench.formats.policy import Policy
 
 # kind -> (model, where such a file lives), in the order docs/formats.md lists them
 KINDS: dict[str, tuple[type[Stored], str]] = {
     Manifest.KIND: (Manifest, "run directory: `manifest.json`"),
     Baseline.KIND: (Baseline, "`metrics/<suite>.json` (`verifybench baseline`)"),
+    Policy.KIND: (Policy, "`policy.yaml` (`verifybench thresholds --out`)"),
+    GuardSpec.KIND: (GuardSpec, "`guard.yaml` (by hand, or `verifybench cascade --out`)"),
 }
 
-__all__ = ["KINDS", "Baseline", "FormatError", "Manifest", "Stored", "written_by"]
+__all__ = ["KINDS", "Baseline", "FormatError", "GuardSpec", "Manifest", "Policy", "Stored", "written_by"]

@@ -20,11 +20,22 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifybench.errors import VerifybenchError
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict)) and not value)
+
+
+def omitted(default: Any = None, **kw: Any) -> Any:
+    """A field left out of the written file while it holds `default`'s emptiness (None, [] or {}): a key
+    that only some files need (a failed run's `error`, a repeated verifier's `repeats`) is written where
+    it means something, as the writers before the models did."""
+    return Field(default, exclude_if=_absent, **kw)
 
 
 class FormatError(VerifybenchError):
@@ -57,14 +68,42 @@ def field_path(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def validation_message(where: str | Path, e: ValidationError) -> str:
-    """The first error of `e` as one sentence naming the file and the key."""
+def validation_message(where: str | Path, e: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """The first error of `e` as one sentence naming the file and the key (an unknown key: with the keys
+    `model` knows there)."""
     err = e.errors()[0]
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        known = _known_keys(model, tuple(err["loc"][:-1])) if model is not None else None
+        msg = f"unknown key (known: {', '.join(known)})" if known else "unknown key"
     more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
     return f"{where}: {field_path(tuple(err['loc']))}: {msg}{more}"
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model at `loc` (a path of field names, list positions and mapping keys) knows."""
+    import typing
+
+    def unwrap(t: Any) -> Any:  # X | None -> X
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        return args[0] if len(args) == 1 and type(None) in typing.get_args(t) else t
+
+    here: Any = unwrap(model)
+    for part in loc:
+        if isinstance(here, type) and issubclass(here, BaseModel):
+            field = here.model_fields.get(str(part)) or next(
+                (f for f in here.model_fields.values() if f.alias == part), None)
+            if field is None:
+                return []
+            here = field.annotation
+        elif typing.get_origin(here) in (list, dict):  # a position or a key: step to the values
+            here = typing.get_args(here)[-1]
+        else:
+            return []
+        here = unwrap(here)
+    if isinstance(here, type) and issubclass(here, BaseModel):
+        return [f.alias or n for n, f in here.model_fields.items() if n not in Stored.model_fields]
+    return []
 
 
 class Stored(BaseModel):
@@ -90,6 +129,11 @@ class Stored(BaseModel):
     def header(cls) -> dict[str, Any]:
         """The first three keys of a file of this kind written now."""
         return {"kind": cls.KIND, "format": cls.VERSION, "written_by": written_by()}
+
+    @classmethod
+    def new(cls, **fields: Any) -> Self:
+        """A file of this kind written now (its header filled in), validated."""
+        return cls.model_validate({**cls.header(), **fields})
 
     @classmethod
     def version_of(cls, doc: dict[str, Any], where: str | Path) -> int:
@@ -135,25 +179,33 @@ class Stored(BaseModel):
         try:
             return cls.model_validate(doc)
         except ValidationError as e:
-            raise FormatError(validation_message(where, e)) from None
+            raise FormatError(validation_message(where, e, cls)) from None
 
     @classmethod
     def read(cls, path: str | Path) -> Self:
         """The file at `path` (JSON, or YAML for .yaml / .yml)."""
-        return cls.parse(load_document(path), path)
+        return cls.parse(load_document(path, cls.KIND.removeprefix("verifybench.")), path)
 
     def document(self) -> dict[str, Any]:
         """What is written: the header first, then the fields in declaration order; keys spelled as
         the file spells them (aliases)."""
         return self.model_dump(mode="json", by_alias=True)
 
+    def data(self, yaml_: bool = False) -> bytes:
+        """The file's bytes: YAML, or JSON (serialised by pydantic-core from the model, without a copy of
+        it as Python objects: a baseline of a million cases stays one string). A NaN or an infinity is
+        written as null, as `metrics.summary.jsonable` writes it (JSON has no such number)."""
+        if yaml_:
+            return dump_document(self.document(), Path("x.yaml")).encode("utf-8")
+        return self.__pydantic_serializer__.to_json(self, indent=1, by_alias=True) + b"\n"
+
     def write(self, path: str | Path) -> Path:
         """Write atomically (a reader sees the old file or the new one, whole) as JSON or YAML by suffix."""
-        from verifybench.safeio import write_text_atomic
+        from verifybench.safeio import write_bytes_atomic
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, dump_document(self.document(), path))
+        write_bytes_atomic(path, self.data(_is_yaml(path)))
         return path
 
 
@@ -165,13 +217,14 @@ def _is_yaml(path: Path) -> bool:
     return path.suffix.lower() in (".yaml", ".yml")
 
 
-def load_document(path: str | Path) -> Any:
-    """A JSON or YAML file's content (YAML by suffix, parsed safely); errors name the file."""
+def load_document(path: str | Path, what: str = "") -> Any:
+    """A JSON or YAML file's content (YAML by suffix, parsed safely); errors name the file (and `what`
+    it should have been: "no such policy file")."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
+        raise FormatError(f"{path}: no such {what + ' ' if what else ''}file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise FormatError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
     if _is_yaml(path):
