@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from verifybench.errors import VerifybenchError
 from verifybench.formats import KINDS, Baseline, FormatError, Manifest
 from verifybench.formats.base import StaleFormat, written_by
 from verifybench.formats.docs import render
@@ -104,3 +105,22 @@ def test_a_hand_written_cascade_bound_under_its_old_name_is_migrated(tmp_path):
     with pytest.raises(FormatError, match=r"guard.yaml: cascade.pass_at_or_below: unknown key \(known: confidence, "
                                           r"allow_at_or_below, flag_at_or_above\)"):
         GuardSpec.read(path)
+
+
+def test_a_v0_1_decision_log_is_read_line_by_line_as_its_legacy_format(tmp_path):
+    from verifybench.feedback.window import from_log
+    from verifybench.loaders.guardlog import read_log
+
+    records, torn = read_log(V01 / "guard-log")
+    assert not torn and [(r.format, r.decision.action) for r in records] == [(2, "blocked"), (2, "blocked"), (2, "allowed")]
+    w = from_log(V01 / "guard-log")  # drift's and the label queue's reader: the same model
+    assert w.ids.tolist() == [r.id for r in records] and w.scores["rouge"].tolist() == [0.6, 0.8571428571428572, 0.0]
+    # a line a newer verifybench wrote is refused naming its file, line and writer; the lines before it read
+    log = tmp_path / "log"
+    log.mkdir()
+    lines = (V01 / "guard-log" / "decisions-8155-1.jsonl").read_text().splitlines()
+    newer = json.loads(lines[1]) | {"kind": "verifybench.decision", "format": 9, "written_by": "verifybench 9.0.0"}
+    (log / "decisions-1-1.jsonl").write_text(lines[0] + "\n" + json.dumps(newer) + "\n")
+    with pytest.raises(VerifybenchError, match=r"decisions-1-1.jsonl:2: verifybench.decision format 9, written by "
+                                          r"verifybench 9.0.0; .* upgrade verifybench"):
+        read_log(log)

@@ -248,7 +248,7 @@ def _evidence(w: Window, row: int, text: dict[str, Any]) -> dict[str, Any]:
     if w.records is not None:
         for c in text.get("decision", {}).get("checks", []):
             e = ev.setdefault(c["verifier"], {})
-            for k in ("threshold_source", "error", "evidence", "units"):
+            for k in ("threshold_source", "error"):
                 if c.get(k) is not None:
                     e[k] = c[k]
     return ev

@@ -4,6 +4,7 @@ refuses a newer one; `Model(...).write(path)` writes the current one."""
 
 from verifybench.formats.base import FormatError, Stored, written_by
 from verifybench.formats.baseline import Baseline
+from verifybench.formats.decision import DecisionRecord
 from verifybench.formats.guardfile import GuardSpec
 from verifybench.formats.manifest import Manifest
 from verifybench.formats.policy import Policy
@@ -14,6 +15,7 @@ KINDS: dict[str, tuple[type[Stored], str]] = {
     Baseline.KIND: (Baseline, "`metrics/<suite>.json` (`verifybench baseline`)"),
     Policy.KIND: (Policy, "`policy.yaml` (`verifybench thresholds --out`)"),
     GuardSpec.KIND: (GuardSpec, "`guard.yaml` (by hand, or `verifybench cascade --out`)"),
+    DecisionRecord.KIND: (DecisionRecord, "a line of a decision log, `decisions-<pid>-<seq>.jsonl`"),
 }
 
-__all__ = ["KINDS", "Baseline", "FormatError", "GuardSpec", "Manifest", "Policy", "Stored", "written_by"]
+__all__ = ["KINDS", "Baseline", "DecisionRecord", "FormatError", "GuardSpec", "Manifest", "Policy", "Stored", "written_by"]

@@ -15,6 +15,7 @@ upgrade must neither break their gate silently nor change what it means. So:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,13 +40,19 @@ def omitted(default: Any = None, **kw: Any) -> Any:
 
 
 class FormatError(VerifybenchError):
-    """A stored file that cannot be read as its kind: another kind, a newer format, a bad field."""
+    """A stored file that cannot be read as its kind: another kind, a newer format, a bad field. The
+    message names `where` (the file, or file:line) and the key (`field`); `problem` is what is wrong."""
+
+    def __init__(self, where: str | Path, problem: str, field: str | None = None):
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+        self.where, self.problem, self.field = str(where), problem, field
 
 
 class StaleFormat(FormatError):
     """A file older than any format this installation migrates (derived files are computed again)."""
 
 
+@functools.cache  # asked for every decision record the guard writes
 def written_by() -> str:
     """This installation, as a file's `written_by` names it."""
     from importlib import metadata
@@ -68,16 +75,16 @@ def field_path(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def validation_message(where: str | Path, e: ValidationError, model: type[BaseModel] | None = None) -> str:
-    """The first error of `e` as one sentence naming the file and the key (an unknown key: with the keys
-    `model` knows there)."""
+def validation_error(where: str | Path, e: ValidationError, model: type[BaseModel] | None = None) -> FormatError:
+    """The first error of `e`, naming the file and the key (an unknown key: with the keys `model` knows
+    there)."""
     err = e.errors()[0]
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         known = _known_keys(model, tuple(err["loc"][:-1])) if model is not None else None
         msg = f"unknown key (known: {', '.join(known)})" if known else "unknown key"
     more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
-    return f"{where}: {field_path(tuple(err['loc']))}: {msg}{more}"
+    return FormatError(where, msg + more, field_path(tuple(err["loc"])))
 
 
 def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -139,21 +146,21 @@ class Stored(BaseModel):
     def version_of(cls, doc: dict[str, Any], where: str | Path) -> int:
         kind = doc.get("kind")
         if kind is not None and kind != cls.KIND:
-            raise FormatError(f"{where}: a {kind!r} file, not a {cls.KIND!r} file{_title(cls)}")
+            raise FormatError(where, f"a {kind!r} file, not a {cls.KIND!r} file{_title(cls)}")
         fmt = doc.get("format", cls.LEGACY)
         if fmt is None:
-            raise StaleFormat(f"{where}: no 'format' key: written before {cls.KIND} files named their format, "
+            raise StaleFormat(where, f"no 'format' key: written before {cls.KIND} files named their format, "
                               f"or not one{_title(cls)}")
         if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
-            raise FormatError(f"{where}: format: {fmt!r} is not a format version (a whole number from 1)")
+            raise FormatError(where, f"{fmt!r} is not a format version (a whole number from 1)", "format")
         if fmt > cls.VERSION:
             who = doc.get("written_by") or "a newer verifybench"
-            raise FormatError(f"{where}: {cls.KIND} format {fmt}, written by {who}; this installation "
+            raise FormatError(where, f"{cls.KIND} format {fmt}, written by {who}; this installation "
                               f"({written_by()}) reads {cls.KIND} formats up to {cls.VERSION}: upgrade verifybench "
                               "to read it")
         oldest = min(cls.MIGRATIONS, default=cls.VERSION)
         if fmt < oldest:
-            raise StaleFormat(f"{where}: {cls.KIND} format {fmt} is older than any this installation reads "
+            raise StaleFormat(where, f"{cls.KIND} format {fmt} is older than any this installation reads "
                               f"(from {oldest}); write it again with this version")
         return fmt
 
@@ -174,12 +181,12 @@ class Stored(BaseModel):
         """A document (a parsed JSON or YAML mapping) of this kind, migrated and validated; every error
         names `where` and the key."""
         if not isinstance(doc, dict):
-            raise FormatError(f"{where}: expected a mapping (a {cls.KIND} file), got {type(doc).__name__}")
+            raise FormatError(where, f"expected a mapping (a {cls.KIND} file), got {type(doc).__name__}")
         doc = cls.migrate(doc, where)
         try:
             return cls.model_validate(doc)
         except ValidationError as e:
-            raise FormatError(validation_message(where, e, cls)) from None
+            raise validation_error(where, e, cls) from None
 
     @classmethod
     def read(cls, path: str | Path) -> Self:
@@ -224,9 +231,9 @@ def load_document(path: str | Path, what: str = "") -> Any:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise FormatError(f"{path}: no such {what + ' ' if what else ''}file") from None
+        raise FormatError(path, f"no such {what + ' ' if what else ''}file") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+        raise FormatError(path, f"cannot be read ({getattr(e, 'strerror', None) or e})") from None
     if _is_yaml(path):
         import yaml
 
@@ -235,11 +242,11 @@ def load_document(path: str | Path, what: str = "") -> Any:
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-            raise FormatError(f"{path}{at}: invalid YAML: {getattr(e, 'problem', e)}") from None
+            raise FormatError(f"{path}{at}", f"invalid YAML: {getattr(e, 'problem', e)}") from None
     try:
         return json.loads(text)
     except ValueError as e:
-        raise FormatError(f"{path}: not JSON ({e})") from None
+        raise FormatError(path, f"not JSON ({e})") from None
 
 
 def dump_document(doc: dict[str, Any], path: Path) -> str:

@@ -144,7 +144,7 @@ class Policy(Stored):
     @classmethod
     def parse(cls, doc: Any, where: Any) -> Self:
         if isinstance(doc, dict) and "kind" not in doc and not all(k in doc for k in cls.LEGACY_KEYS):
-            raise FormatError(f"{where}: not a verifybench policy (needs 'by' and 'thresholds')")
+            raise FormatError(where, "not a verifybench policy (needs 'by' and 'thresholds')")
         return super().parse(doc, where)
 
     def mapping(self) -> dict[str, dict[str, float | None]]:
