@@ -124,3 +124,11 @@ def test_a_v0_1_decision_log_is_read_line_by_line_as_its_legacy_format(tmp_path)
     with pytest.raises(VerifybenchError, match=r"decisions-1-1.jsonl:2: verifybench.decision format 9, written by "
                                           r"verifybench 9.0.0; .* upgrade verifybench"):
         read_log(log)
+
+
+def test_a_v0_1_drift_record_is_read():
+    from verifybench.formats import DriftRecord
+
+    d = DriftRecord.read(V01 / "drift.json")
+    assert (d.format, d.status, d.exit_code, d.limits.max_psi) == (1, "fail", 1, 0.2)
+    assert [(r.check, r.slice, r.status) for r in d.rows][:2] == [("rouge", "all", "drift"), ("rouge", "support_answer", "drift")]

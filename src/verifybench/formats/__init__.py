@@ -5,6 +5,7 @@ refuses a newer one; `Model(...).write(path)` writes the current one."""
 from verifybench.formats.base import FormatError, Stored, written_by
 from verifybench.formats.baseline import Baseline
 from verifybench.formats.decision import DecisionRecord
+from verifybench.formats.drift import DriftRecord
 from verifybench.formats.guardfile import GuardSpec
 from verifybench.formats.manifest import Manifest
 from verifybench.formats.policy import Policy
@@ -16,6 +17,8 @@ KINDS: dict[str, tuple[type[Stored], str]] = {
     Policy.KIND: (Policy, "`policy.yaml` (`verifybench thresholds --out`)"),
     GuardSpec.KIND: (GuardSpec, "`guard.yaml` (by hand, or `verifybench cascade --out`)"),
     DecisionRecord.KIND: (DecisionRecord, "a line of a decision log, `decisions-<pid>-<seq>.jsonl`"),
+    DriftRecord.KIND: (DriftRecord, "`drift-<UTC time>.json` (`verifybench drift --out`)"),
 }
 
-__all__ = ["KINDS", "Baseline", "DecisionRecord", "FormatError", "GuardSpec", "Manifest", "Policy", "Stored", "written_by"]
+__all__ = ["KINDS", "Baseline", "DecisionRecord", "DriftRecord", "FormatError", "GuardSpec", "Manifest", "Policy",
+           "Stored", "written_by"]
