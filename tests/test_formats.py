@@ -2,11 +2,16 @@
 committed baseline or policy keeps working across upgrades), a newer format is refused by name, and
 docs/formats.md is what the models say."""
 
+import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
+from verifybench.cli import app
 from verifybench.errors import VerifybenchError
 from verifybench.formats import KINDS, Baseline, FormatError, Manifest
 from verifybench.formats.base import StaleFormat, written_by
@@ -132,3 +137,127 @@ def test_a_v0_1_drift_record_is_read():
     d = DriftRecord.read(V01 / "drift.json")
     assert (d.format, d.status, d.exit_code, d.limits.max_psi) == (1, "fail", 1, 0.2)
     assert [(r.check, r.slice, r.status) for r in d.rows][:2] == [("rouge", "all", "drift"), ("rouge", "support_answer", "drift")]
+
+
+# --- the v0.1 files through the real commands -------------------------------------------------------------
+
+@pytest.fixture
+def v01(tmp_path) -> Path:
+    """The v0.1 files copied (no command writes into the committed fixtures), and beside them the suite
+    with its data path pointed at this checkout's demo set (0.1 wrote the path of the machine it ran on)."""
+    here = shutil.copytree(V01, tmp_path / "v0.1")
+    suite = yaml.safe_load((here / "suite.yaml").read_text())
+    suite["dataset"]["path"] = str(ROOT / "datasets" / "demo" / "cases.jsonl")
+    (here / "suite-here.yaml").write_text(yaml.safe_dump(suite))
+    return here
+
+
+def _cli(*args) -> object:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("baseline", ["baseline.json", "baseline-policy.json"])
+def test_the_v0_1_run_gates_against_its_v0_1_baselines(v01, baseline):
+    r = _cli("gate", v01 / "run", "--baseline", v01 / baseline)
+    assert r.exit_code == 0 and "gate passed" in r.output, r.output
+
+
+def test_a_run_with_the_v0_1_policy_holds_its_thresholds(v01, tmp_path):
+    r = _cli("run", v01 / "suite-here.yaml", "--policy", v01 / "policy.yaml", "--out", tmp_path / "r", "-q")
+    assert r.exit_code == 0, r.output
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    held = Policy.read(V01 / "policy.yaml").mapping()
+    for vid, rows in held.items():
+        m = metrics["verifiers"][vid]
+        assert m["overall"]["threshold"]["value"] == rows["all"]
+        assert m["slices"]["support_answer"]["threshold"]["value"] == rows["support_answer"]
+        assert m["overall"]["threshold"]["source"].startswith("policy")
+
+
+def test_drift_of_the_v0_1_log_against_the_v0_1_baseline_gives_the_v0_1_record_and_history_reads_it(v01, tmp_path):
+    """drift.json was written by 0.1 with this command: the same figures now, and `history` shows it."""
+    r = _cli("drift", v01 / "baseline-policy.json", v01 / "guard-log", "--min-cases", "1", "--out", tmp_path / "d.json")
+    assert r.exit_code == 1 and "DRIFT beyond a limit" in r.output, r.output
+    now, then = json.loads((tmp_path / "d.json").read_text()), json.loads((V01 / "drift.json").read_text())
+    assert (now["status"], now["exit_code"]) == (then["status"], then["exit_code"])
+    for a, b in zip(now["rows"], then["rows"], strict=True):
+        assert {k: a[k] for k in b} == pytest.approx(b), b["check"]
+    r = _cli("history", v01 / "drift.json", tmp_path / "d.json", "--out", tmp_path / "h.html")
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "h.html").read_text()
+    assert page.count('data-status="fail"') >= 2 and 'data-file="drift.json"' in page
+
+
+def _fill_labels(path: Path, out: Path) -> None:
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    at = rows[0].index("label")
+    for i, row in enumerate(rows[1:]):
+        row[at] = "hallucinated" if i % 2 == 0 else "faithful"
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+
+
+def test_a_v0_1_label_queue_is_read_with_a_note_that_its_rows_are_unchecked(v01, tmp_path):
+    labeled = tmp_path / "labeled.csv"  # 0.1 wrote no queue record and no `queue` column
+    _fill_labels(v01 / "queue.csv", labeled)
+    note = "a label queue from before queue records (verifybench 0.1"
+    r = _cli("label-estimate", labeled)
+    assert r.exit_code == 0 and note in " ".join(r.output.split()) and "not queued" not in r.output, r.output
+    assert "hallucination rate" in r.output
+    r = _cli("label-queue", v01 / "guard-log", "--budget", "1", "--labeled", labeled, "--out", tmp_path / "next.csv",
+             "--json")
+    assert r.exit_code == 0 and note in " ".join(r.output.split()), r.output
+    got = json.loads(r.stdout)
+    assert got["already_labeled"] == 2 and got["pool"] == 1 and got["not_queued"] == []
+    with open(tmp_path / "next.csv", newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    assert header[-1] == "queue"  # this version's CSV names its record: without it, it is refused
+    r = _cli("label-merge", labeled, "--out", tmp_path / "merged.csv")
+    assert r.exit_code == 0 and "2 cases, 2 labeled" in r.output, r.output
+
+
+# --- a newer format of each kind is refused by name -------------------------------------------------------
+
+def _newest(kind: str) -> dict:
+    from verifybench.formats.labelqueue import QueueRecord
+
+    docs = {
+        "verifybench.manifest": lambda: json.loads((V01 / "run" / "manifest.json").read_text()),
+        "verifybench.baseline": lambda: json.loads((V01 / "baseline.json").read_text()),
+        "verifybench.metrics": lambda: json.loads((V01 / "run" / "metrics.json").read_text()),
+        "verifybench.policy": lambda: yaml.safe_load((V01 / "policy.yaml").read_text()),
+        "verifybench.guard": lambda: yaml.safe_load((V01 / "guard.yaml").read_text()),
+        "verifybench.decision": lambda: json.loads((V01 / "guard-log" / "decisions-8155-1.jsonl").read_text()
+                                                   .splitlines()[0]),
+        "verifybench.drift": lambda: json.loads((V01 / "drift.json").read_text()),
+        QueueRecord.KIND: lambda: {"csv": "queue.csv"},  # 0.1 wrote no queue record
+    }
+    model = KINDS[kind][0]
+    return docs[kind]() | {"kind": kind, "format": model.VERSION + 1, "written_by": "verifybench 9.0.0"}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_newer_format_of_every_kind_is_refused_naming_its_writer(kind):
+    model = KINDS[kind][0]
+    with pytest.raises(FormatError, match=rf"x: {kind} format {model.VERSION + 1}, written by verifybench 9.0.0; "
+                                          rf"this installation \(verifybench .*\) reads {kind} formats up to "
+                                          rf"{model.VERSION}: upgrade verifybench to read it"):
+        model.parse(_newest(kind), "x")
+
+
+def test_the_commands_refuse_a_newer_baseline_and_policy_by_name(v01, tmp_path):
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps(_newest("verifybench.baseline")))
+    r = _cli("gate", v01 / "run", "--baseline", newer)
+    assert r.exit_code == 2 and "written by verifybench 9.0.0" in " ".join(r.output.split()), r.output
+    policy = v01 / "newer-policy.yaml"
+    policy.write_text(yaml.safe_dump(_newest("verifybench.policy")))
+    r = _cli("run", v01 / "suite-here.yaml", "--policy", policy, "--out", tmp_path / "r", "-q")
+    assert r.exit_code == 2 and "written by verifybench 9.0.0" in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "r").exists()
+
+    from verifybench.guard import Guard, GuardError
+
+    with pytest.raises(GuardError, match="verifybench.policy format 3, written by verifybench 9.0.0"):
+        Guard(policy, log_dir=False)

@@ -661,7 +661,7 @@ def label_queue(
                             labeled=labeled, min_per_class=min_per_class, verifiers_from=verifiers_from, queues=queue)
     except VerifybenchError as e:
         _fail(e)
-    for line in r["skipped_log_lines"]:
+    for line in [*r["skipped_log_lines"], *r["notes"]]:
         _note(line)
     _not_queued(r["not_queued"])
     if as_json:
@@ -693,6 +693,8 @@ def label_merge(
         r = api.label_merge(files, out, queues=queue)
     except VerifybenchError as e:
         _fail(e)
+    for line in r["notes"]:
+        _note(line)
     console.print(Text(f"{r['rows']} cases, {r['labeled']} labeled, {len(r['conflicts'])} conflicting, "
                        f"{len(r['not_queued'])} in no queue (left out)"))
     for c in r["conflicts"]:
@@ -723,6 +725,8 @@ def label_estimate(
         r = api.label_estimate(path, queues=queue)
     except VerifybenchError as e:
         _fail(e)
+    for line in r["notes"]:
+        _note(line)
     _not_queued(r["not_queued"])
     table = Table("estimate", "weighted (window)", "unweighted (queue)",
                   title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")

@@ -21,7 +21,7 @@ from verifybench.feedback.runs import RunTable, read_run
 from verifybench.formats.decision import DecisionRecord
 from verifybench.loaders.guardlog import PATTERN
 from verifybench.metrics.settings import OVERALL
-from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_json
+from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_metrics
 
 LOG_GLOB = PATTERN
 
@@ -126,21 +126,18 @@ def from_log(log_dir: str | Path) -> Window:
 def run_thresholds(t: RunTable) -> dict[str, np.ndarray]:
     """Each case's threshold per check, as the run's metrics.json (or its policy) applies it: the case's
     slice's own, else the whole set's."""
-    path = t.run_dir / METRICS
-    metrics = read_json(path) if path.exists() else {"verifiers": {}}
+    metrics = read_metrics(t.run_dir) if (t.run_dir / METRICS).exists() else None
     out = {}
     for vid in t.checks:
-        m = (metrics.get("verifiers") or {}).get(vid)
+        m = metrics.verifiers.get(vid) if metrics is not None else None
         if m is None:
             thr = t.threshold(vid)["value"]
             out[vid] = np.full(len(t.label), np.nan if thr is None else thr)
             continue
-        whole = m["overall"]["threshold"]["value"]
-        per = np.array([((m["slices"].get(k) or {}).get("threshold") or {}).get("value") for k in t.slices] + [None],
-                       dtype=object)
-        per = np.array([whole if v is None else v for v in per], dtype=object)
-        per = np.array([np.nan if v is None else float(v) for v in per])
-        out[vid] = per[t.slice]  # slice -1 (none) takes the last entry: the whole set's
+        whole = m.overall.threshold.value
+        per = [sm.threshold.value if (sm := m.slices.get(k)) is not None else None for k in t.slices] + [None]
+        out[vid] = np.array([np.nan if v is None else float(v) for v in (whole if v is None else v for v in per)])[
+            t.slice]  # slice -1 (none) takes the last entry: the whole set's
     return out
 
 

@@ -36,6 +36,8 @@ def omitted(default: Any = None, **kw: Any) -> Any:
     """A field left out of the written file while it holds `default`'s emptiness (None, [] or {}): a key
     that only some files need (a failed run's `error`, a repeated verifier's `repeats`) is written where
     it means something, as the writers before the models did."""
+    if "default_factory" in kw:
+        return Field(exclude_if=_absent, **kw)
     return Field(default, exclude_if=_absent, **kw)
 
 
@@ -117,7 +119,7 @@ class Stored(BaseModel):
     """A file verifybench writes and reads back. Subclasses set `KIND`, `VERSION` and, for every older
     format still readable, `MIGRATIONS`."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
     KIND: ClassVar[str]
     VERSION: ClassVar[int]
@@ -127,6 +129,9 @@ class Stored(BaseModel):
     LEGACY: ClassVar[int | None] = None
     # What the kind is for, one line (docs/formats.md and refusals name it).
     TITLE: ClassVar[str] = ""
+    # Write only the keys given (a key left out keeps its meaning: the installation's default, or "not
+    # computed"), not every field with its default.
+    SPARSE: ClassVar[bool] = False
 
     kind: str
     format: int
@@ -141,6 +146,11 @@ class Stored(BaseModel):
     def new(cls, **fields: Any) -> Self:
         """A file of this kind written now (its header filled in), validated."""
         return cls.model_validate({**cls.header(), **fields})
+
+    def rewritten(self, **changes: Any) -> Self:
+        """This file with `changes`, as this installation writes it again (its header: this format and
+        writer, whatever format it was read from)."""
+        return self.model_copy(update={**changes, **self.header()})
 
     @classmethod
     def version_of(cls, doc: dict[str, Any], where: str | Path) -> int:
@@ -196,7 +206,7 @@ class Stored(BaseModel):
     def document(self) -> dict[str, Any]:
         """What is written: the header first, then the fields in declaration order; keys spelled as
         the file spells them (aliases)."""
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=self.SPARSE)
 
     def data(self, yaml_: bool = False) -> bytes:
         """The file's bytes: YAML, or JSON (serialised by pydantic-core from the model, without a copy of
@@ -204,7 +214,7 @@ class Stored(BaseModel):
         written as null, as `metrics.summary.jsonable` writes it (JSON has no such number)."""
         if yaml_:
             return dump_document(self.document(), Path("x.yaml")).encode("utf-8")
-        return self.__pydantic_serializer__.to_json(self, indent=1, by_alias=True) + b"\n"
+        return self.__pydantic_serializer__.to_json(self, indent=1, by_alias=True, exclude_unset=self.SPARSE) + b"\n"
 
     def write(self, path: str | Path) -> Path:
         """Write atomically (a reader sees the old file or the new one, whole) as JSON or YAML by suffix."""

@@ -9,11 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifybench.formats.base import Stored
+from verifybench.formats.base import Stored, omitted
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class FlagAll(_Part):
@@ -64,7 +64,7 @@ class BaselineVerifier(_Part):
     config_hash: str | None = None
     config: dict[str, Any] | None = None
     slices: dict[str, BaselineSlice]
-    repeats: int | None = None
+    repeats: int | None = omitted(description="scored this many times a case (absent: once)")
     test_scores: dict[str, float | None] = Field(description="case id -> test-split score (null: an error verdict)")
 
 

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.formats.base import Stored, omitted
 
-# NaN is written as NaN (and refused by the log's writer, naming the field), never silently as null.
-_CONFIG = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+# NaN is written as NaN (and refused by the log's writer, naming the field), never silently as null. Built
+# at import, unlike the other formats' models: the guard serialises records it constructs unvalidated.
+_CONFIG = ConfigDict(defer_build=False, extra="forbid", ser_json_inf_nan="constants")
 
 
 class _Part(BaseModel):
@@ -75,7 +76,7 @@ class DecisionPart(_Part):
 class DecisionRecord(Stored):
     """One line of a guard's decision log: the case and the decision."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, coerce_numbers_to_str=True,
+    model_config = ConfigDict(defer_build=False, extra="forbid", populate_by_name=True, coerce_numbers_to_str=True,
                               ser_json_inf_nan="constants")
 
     KIND = "verifybench.decision"

@@ -19,7 +19,7 @@ Status = Literal["pass", "warn", "fail", "refused"]
 
 class _Part(BaseModel):
     # strict: a number is a number (not text that parses as one), as the reader before the model held it
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
 
 class DriftLimits(_Part):
@@ -71,7 +71,7 @@ class UnseenDocTypes(_Part):
 class DriftRecord(Stored):
     """One `verifybench drift --out` result."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True, strict=True)
 
     KIND = "verifybench.drift"
     # Format 1 already named its kind (0.1); `written_by` is new and optional, so 0.1's reader, which

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifybench.formats.base import Stored
 
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+_STRICT = ConfigDict(defer_build=True, extra="forbid", allow_inf_nan=False)
 
 
 class CascadeSpec(BaseModel):
@@ -67,7 +67,7 @@ class LogSpec(BaseModel):
 class TelemetrySpec(BaseModel):
     """Decisions out as OpenTelemetry events (docs/opentelemetry.md); never part of what decides."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     otlp: bool | None = Field(None, description="emit each check of each decision as a gen_ai.evaluation.result "
                               "event over OTLP/HTTP; null: when OTEL_EXPORTER_OTLP_ENDPOINT or "
@@ -91,7 +91,7 @@ def _rename_pass_bound(doc: dict[str, Any]) -> dict[str, Any]:
 class GuardSpec(Stored):
     """A guard file (every key optional but `policy`)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     KIND = "verifybench.guard"
     VERSION = 2
@@ -99,6 +99,7 @@ class GuardSpec(Stored):
     LEGACY = 1
     MIGRATIONS = {1: _rename_pass_bound}
     TITLE = "which checks of a policy a guard runs, how they combine, what a flag does"
+    SPARSE = True  # a default left out stays the installation's default
 
     policy: str = Field(description="the threshold policy, relative to this file")
     suite: str | None = Field(None, description="the suite the checks' options come from (relative to this "
@@ -136,10 +137,6 @@ class GuardSpec(Stored):
         if self.combination == "cascade" and self.checks is not None and len(self.checks) != 2:
             raise ValueError("combination cascade takes exactly two checks: the cheap one, then the expensive one")
         return self
-
-    def document(self) -> dict[str, Any]:
-        """The keys given, and only those: a default left out stays the installation's default."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     def digest(self, hashes: dict[str, str]) -> str:
         """What the guard decides with: its settings (the file's header, the log's place and telemetry left

@@ -8,13 +8,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifybench.formats.base import Stored
+from verifybench.formats.base import Stored, omitted
 
 Status = Literal["running", "scored", "complete", "failed"]
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class SuiteRecord(_Part):
@@ -27,19 +27,21 @@ class SuiteRecord(_Part):
 
 
 class DatasetRecord(_Part):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     hash: str = Field(description="over the files read and the selection (limit, sample): changes with either")
     loader: str
     options: dict[str, Any] = Field(default_factory=dict, description="the loader's options as written")
     files_hashed: int = 0
-    total: int | None = Field(None, description="cases in the run")
-    by_doc_type: dict[str, int] = Field(default_factory=dict)
-    by_label: dict[str, int] = Field(default_factory=dict)
-    by_split: dict[str, int] = Field(default_factory=dict)
-    skipped_records: int = 0
-    content_hash: str | None = Field(None, description="over the cases after field mapping: two runs over the "
-                                     "same cases compare, whatever file they came from (identity.py)")
+    # The counts: absent while the run is being scored (a report counts a killed run's from its case index)
+    total: int | None = omitted(description="cases in the run")
+    by_doc_type: dict[str, int] = omitted(default_factory=dict, description="doc type -> cases")
+    by_label: dict[str, int] = omitted(default_factory=dict, description="hallucinated / faithful (/ unlabeled) "
+                                       "-> cases")
+    by_split: dict[str, int] = omitted(default_factory=dict, description="split -> cases")
+    skipped_records: int | None = omitted(description="bad input records skipped (on_error: skip)")
+    content_hash: str | None = omitted(description="over the cases after field mapping: two runs over the "
+                                       "same cases compare, whatever file they came from (identity.py)")
 
 
 class VerifierRecord(_Part):
@@ -49,7 +51,7 @@ class VerifierRecord(_Part):
     config_hash: str
     probabilistic: bool = False
     binary: bool = False
-    repeats: int | None = Field(None, ge=2, description="scored this many times a case, folded to the mean")
+    repeats: int | None = omitted(ge=2, description="scored this many times a case, folded to the mean")
 
 
 class Manifest(Stored):
@@ -73,8 +75,9 @@ class Manifest(Stored):
     packages: dict[str, str] = Field(default_factory=dict)
     platform: dict[str, Any] = Field(default_factory=dict)
     resumes: int = 0
-    notes: list[str] = Field(default_factory=list)
-    error: str | None = Field(None, description="why a failed run stopped")
+    notes: list[str] = omitted(default_factory=list, description="what the run said about itself (a stale lock "
+                               "taken over, ...)")
+    error: str | None = omitted(description="why a failed run stopped")
 
     def verifier(self, vid: str) -> VerifierRecord | None:
         return next((v for v in self.verifiers if v.id == vid), None)

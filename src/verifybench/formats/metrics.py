@@ -15,7 +15,7 @@ from verifybench.formats.base import Stored
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class Interval(_Part):
@@ -109,6 +109,14 @@ class Latency(_Part):
     units_per_case: float | None = None
 
 
+class UnlabeledCounts(_Part):
+    """Cases of the slice without a label: scored (latency, cost), left out of every label metric."""
+
+    n: int = Field(description="unlabeled cases")
+    n_scored: int = Field(description="of them, scored")
+    errors: int = Field(description="of them, error verdicts")
+
+
 class SliceMetrics(_Part):
     """One verifier on one slice of cases (or all of them)."""
 
@@ -122,6 +130,7 @@ class SliceMetrics(_Part):
     auroc: float | None = None
     auprc: float | None = None
     ci: dict[str, list[float | None]] | None = None
+    unlabeled: UnlabeledCounts | None = None
     latency_ms: Latency | dict[str, Any] = Field(default_factory=dict)
     cost_per_1k: float | None = None
     threshold: Threshold
@@ -171,6 +180,7 @@ class Metrics(Stored):
     # No migrations: a metrics.json from before kinds (or of an older format) is computed again from the
     # run's results (`StaleFormat`), never migrated.
     TITLE = "a run's numbers (computed again by `verifybench report`)"
+    SPARSE = True  # a section a run has no numbers for is absent, as the metrics layer leaves it
 
     by: str
     target: str
@@ -178,6 +188,7 @@ class Metrics(Stored):
     bootstrap: int
     n_cases: int
     split: dict[str, int]
+    unlabeled: int = 0
     split_from: str
     test_fraction: float
     seed: int

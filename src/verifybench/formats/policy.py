@@ -21,7 +21,7 @@ WHOLE_SET = "all"
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
 
 def finite_or_null(value: Any) -> float | None:
