@@ -73,6 +73,40 @@ def test_a_written_file_names_its_kind_format_and_writer(tmp_path):
     assert Baseline.read(path) == b.model_copy(update={"written_by": doc["written_by"]})
 
 
+def test_every_field_of_every_format_says_what_it_means():
+    import typing
+
+    from pydantic import BaseModel
+
+    from verifybench.formats.base import Stored
+
+    def models(t):
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            return [t]
+        return [m for a in typing.get_args(t) for m in models(a)]
+
+    seen, todo, bare = set(), [m for m, _ in KINDS.values()], []
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        for name, f in model.model_fields.items():
+            if name not in Stored.model_fields:
+                bare += [] if f.description else [f"{model.__name__}.{name}"]
+                todo += models(f.annotation)
+    assert len(seen) > 30 and not bare, bare
+    names = [m.__name__ for m in seen]
+    assert len(names) == len(set(names)), "two models of one name: docs/formats.md's sections would collide"
+
+
+def test_the_architecture_page_names_every_format_s_model():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("<!-- formats: begin -->")[1].split("<!-- formats: end -->")[0]
+    named = {row.split("|")[2].strip().strip("`") for row in table.strip().splitlines()[2:]}
+    assert named == {model.__name__ for model, _ in KINDS.values()}, "update docs/architecture.md's formats table"
+
+
 def test_docs_formats_page_is_generated_from_the_models():
     page = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     assert page == render(), "docs/formats.md is stale: python -m verifybench.formats.docs > docs/formats.md"

@@ -31,7 +31,9 @@ def csv_format(header: Sequence[str]) -> int:
 
 
 class QueueRecord(Stored):
-    """The first line of a queue record (`NAME.queue.jsonl`): what the ids after it were queued from."""
+    """The first line of a queue record (`NAME.queue.jsonl`): what the ids after it were queued from; one
+    case id (a JSON string) a line follows. The queue's CSV names its record in a `queue` column; a CSV
+    from before records (0.1: neither) is read with a note that its rows cannot be checked against one."""
 
     KIND = "verifybench.label-queue"
     # Format 1 (after 0.1, which wrote no record) had no writer; 1 -> 2: the CSV names its record in a

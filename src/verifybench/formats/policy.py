@@ -50,7 +50,7 @@ class SplitPoint(_Part):
                                                          "[low, high] (the test split)")
 
 
-class FlagAllPoint(_Part):
+class PolicyFlagAll(_Part):
     """What flagging every test case would score: the floor a threshold's numbers are read against."""
 
     precision: float | None = Field(None, description="the test split's share of hallucinated cases")
@@ -78,7 +78,7 @@ class PolicyEntry(_Part):
     calibration: SplitPoint | None = omitted(alias="calibration_split (tuned)", description="the calibration "
                                              "split, where the threshold was fitted")
     test: SplitPoint | None = omitted(alias="test_split", description="the test split, never seen by the fit")
-    flag_all: FlagAllPoint | None = omitted(alias="flag_all (test split)", description="flagging every test "
+    flag_all: PolicyFlagAll | None = omitted(alias="flag_all (test split)", description="flagging every test "
                                             "case, for comparison")
 
     @model_validator(mode="before")
