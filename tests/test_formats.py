@@ -222,6 +222,16 @@ def test_drift_of_the_v0_1_log_against_the_v0_1_baseline_gives_the_v0_1_record_a
     assert page.count('data-status="fail"') >= 2 and 'data-file="drift.json"' in page
 
 
+def test_a_reader_of_a_v0_1_metrics_json_says_to_compute_it_again_and_then_reads_it(v01):
+    for args in (["drift", v01 / "run", v01 / "guard-log"], ["history", v01 / "run", "--out", v01 / "h.html"]):
+        r = _cli(*args)
+        assert r.exit_code == 2 and f"verifybench report {v01 / 'run'}" in " ".join(r.output.split()), r.output
+    assert _cli("report", v01 / "run").exit_code == 0  # no verifier runs: the stored results, measured again
+    assert json.loads((v01 / "run" / "metrics.json").read_text())["kind"] == "verifybench.metrics"
+    r = _cli("history", v01 / "run", "--out", v01 / "h.html")  # a reader of metrics.json, through the model
+    assert r.exit_code == 0 and "fixture" in (v01 / "h.html").read_text(), r.output
+
+
 def _fill_labels(path: Path, out: Path) -> None:
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))

@@ -143,9 +143,9 @@ def read_metrics(run_dir: Path) -> Metrics:
     path = Path(run_dir) / METRICS
     try:
         return Metrics.read(path)
-    except StaleFormat as e:
-        raise StaleFormat(path, f"{e.problem}; compute it again from the run's results (no verifier runs): "
-                                f"verifybench report {run_dir}") from None
+    except StaleFormat:
+        raise StaleFormat(path, "written by an older verifybench, in a format this one does not read; compute it "
+                                f"again from the run's results (no verifier runs): verifybench report {run_dir}") from None
 
 
 def read_json(path: Path) -> Any:
