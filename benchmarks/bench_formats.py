@@ -8,8 +8,9 @@ and `json` the files were read and written with before, as ratios within one run
    (the former `rundir.write_json`), then read (`Baseline.read`: parsed, migrated, validated) against
    `json.loads`; time (fastest of `--rounds`, after one untimed run) and the peak of traced Python
    memory (one more run, traced: tracemalloc slows it, so it is not timed).
-2. A guard's decision record, `--records` of them: built (`Guard.record`'s `model_construct`) and
-   serialised (`pydantic_core.to_json`) against the former dict and `to_json` of it; microseconds a record.
+2. A guard's decision record, `--records` of them: built (`Guard.record`: the mapping validated into the
+   model) and serialised (`pydantic_core.to_json`) against the former dict and `to_json` of it;
+   microseconds a record.
 3. A decision log of `--records` lines read back through `DecisionRecord` (the `guardlog` reader) against
    `json.loads` of each line; microseconds a line.
 """
@@ -85,7 +86,7 @@ def _record_parts(i: int) -> dict[str, Any]:
 def bench_records(n: int, rounds: int, work: Path) -> None:
     from pydantic_core import to_json
 
-    from verifybench.formats.decision import CheckRecord, DecisionPart, DecisionRecord, SourceRecord
+    from verifybench.formats.decision import DecisionRecord
 
     parts = [_record_parts(i) for i in range(n)]
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -103,20 +104,20 @@ def bench_records(n: int, rounds: int, work: Path) -> None:
                                   "removed": [], "guard_hash": "g", "policy_hash": "p", "latency_ms": 1.0,
                                   "time": now}}, fallback=str)
 
-    def new() -> None:  # guard.core.Guard.record now
+    def new() -> None:  # guard.core.Guard.record now: the same mapping, validated into the model
         for p in parts:
-            to_json(DecisionRecord.model_construct(
-                **DecisionRecord.header(), id=p["id"], response=p["response"],
-                sources=[SourceRecord.model_construct(id=a, text=b) for a, b in p["sources"]],
-                question=p["question"], doc_type=p["doc_type"], meta=p["meta"],
-                decision=DecisionPart.model_construct(
-                    action="blocked", mode="enforce", applied=True, escalated=False, request_id=None, reason="flagged",
-                    checks=[CheckRecord.model_construct(
-                        verifier=v, score=s, threshold=t, threshold_source="slice", slice="support_answer",
-                        flagged=True, error=None, timed_out=False, skipped=None, latency_ms=0.1)
-                        for v, s, t in p["checks"]],
-                    removed=[],
-                    guard_hash="g", policy_hash="p", latency_ms=1.0, time=now)), fallback=str)
+            to_json(DecisionRecord.model_validate({
+                **DecisionRecord.header(), "id": p["id"], "response": p["response"],
+                "sources": [{"id": a, "text": b} for a, b in p["sources"]], "question": p["question"],
+                "doc_type": p["doc_type"], "meta": p["meta"],
+                "decision": {"action": "blocked", "mode": "enforce", "applied": True, "escalated": False,
+                             "request_id": None, "reason": "flagged",
+                             "checks": [{"verifier": v, "score": s, "threshold": t, "threshold_source": "slice",
+                                         "slice": "support_answer", "flagged": True, "error": None,
+                                         "timed_out": False, "skipped": None, "latency_ms": 0.1}
+                                        for v, s, t in p["checks"]],
+                             "removed": [], "guard_hash": "g", "policy_hash": "p", "latency_ms": 1.0, "time": now}}),
+                    fallback=str)
 
     t_old, _ = _best(old, rounds)
     t_new, _ = _best(new, rounds)

@@ -31,11 +31,7 @@ from verifybench.cases import Case, Source, Verdict
 from verifybench.evaluation.policy import native_threshold
 from verifybench.executors.scoring import verify_batch
 from verifybench.formats.decision import (
-    CheckRecord,
-    DecisionPart,
     DecisionRecord,
-    RemovedRecord,
-    SourceRecord,
 )
 from verifybench.guard.batching import MicroBatcher
 from verifybench.guard.load import read_guard
@@ -511,23 +507,25 @@ class Guard:
         return d
 
     def record(self, case: Case, d: Decision) -> DecisionRecord:
-        """The decision log's record (`formats.decision`): the case schema plus the decision. Built without
-        validation: every value comes from the guard's own typed objects (the log's writer refuses one
-        that is not JSON, naming the field)."""
-        return DecisionRecord.model_construct(
-            **DecisionRecord.header(), id=case.id, response=case.response,
-            sources=[SourceRecord.model_construct(id=s.id, text=s.text) for s in case.sources],
-            question=case.question, doc_type=case.doc_type, meta=case.meta,
-            decision=DecisionPart.model_construct(
-                action=d.action, mode=d.mode, applied=d.applied, escalated=d.escalated, request_id=d.request_id,
-                reason=d.reason,
-                checks=[CheckRecord.model_construct(
-                    verifier=r.verifier, score=r.score, threshold=r.threshold, threshold_source=r.threshold_source,
-                    slice=r.slice, flagged=r.flagged, error=r.error, timed_out=r.timed_out, skipped=r.skipped,
-                    latency_ms=round(r.latency_ms, 3)) for r in d.checks],
-                removed=[RemovedRecord.model_construct(**r.model_dump()) for r in d.removed],
-                guard_hash=d.guard_hash, policy_hash=d.policy_hash, latency_ms=round(d.latency_ms, 3),
-                time=datetime.now(UTC).isoformat(timespec="milliseconds")))
+        """The decision log's record (`formats.decision`): the case schema plus the decision, validated
+        (in pydantic-core: faster than constructing the nested models unvalidated)."""
+        return DecisionRecord.model_validate({
+            **DecisionRecord.header(), "id": case.id, "response": case.response,
+            "sources": [{"id": s.id, "text": s.text} for s in case.sources],
+            "question": case.question, "doc_type": case.doc_type, "meta": case.meta,
+            "decision": {
+                "action": d.action, "mode": d.mode, "applied": d.applied, "escalated": d.escalated,
+                "request_id": d.request_id, "reason": d.reason,
+                "checks": [{"verifier": r.verifier, "score": r.score, "threshold": r.threshold,
+                            "threshold_source": r.threshold_source, "slice": r.slice, "flagged": r.flagged,
+                            "error": r.error, "timed_out": r.timed_out, "skipped": r.skipped,
+                            "latency_ms": round(r.latency_ms, 3)} for r in d.checks],
+                "removed": [r.model_dump() for r in d.removed],
+                "guard_hash": d.guard_hash, "policy_hash": d.policy_hash,
+                "latency_ms": round(d.latency_ms, 3),
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            },
+        })
 
     def _evaluate_sync(self, case: Case, request_id: str | None) -> Decision:
         t0 = time.perf_counter()
