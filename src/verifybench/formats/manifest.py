@@ -4,11 +4,12 @@ package versions), and where the run stands (`status`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifybench.formats.base import Stored, omitted
+from verifybench.formats.base import FormatError, Stored, omitted
 
 Status = Literal["running", "scored", "complete", "failed"]
 
@@ -85,6 +86,12 @@ class Manifest(Stored):
     notes: list[str] = omitted(default_factory=list, description="what the run said about itself (a stale lock "
                                "taken over, ...)")
     error: str | None = omitted(description="why a failed run stopped")
+
+    @classmethod
+    def read(cls, path: str | Path) -> Self:
+        if not Path(path).exists():
+            raise FormatError(path, f"not found; is {Path(path).parent} a verifybench run directory?")
+        return super().read(path)
 
     def verifier(self, vid: str) -> VerifierRecord | None:
         return next((v for v in self.verifiers if v.id == vid), None)

@@ -543,6 +543,9 @@ def load_baseline(path: str | Path) -> Baseline:
     newer one refused naming who wrote it); every problem is a refusal naming the file."""
     if not Path(path).exists():
         raise GateRefused(f"{path}: no such baseline; record one with `verifybench baseline RUN_DIR --out {path}`")
+    if Path(path).is_dir():
+        raise GateRefused(f"{path}: cannot be read as a baseline (a folder); give the baseline's JSON file "
+                          "(metrics/<suite>.json)")
     try:
         return Baseline.read(path)
     except StaleFormat as e:
