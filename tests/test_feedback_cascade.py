@@ -54,7 +54,7 @@ def brute(run_dir: Path, name: str, result: dict) -> dict:
         else:
             cheap, exp = used
             v = verdicts[(cheap, cid)]
-            lo = c["region"]["pass_at_or_below"]
+            lo = c["region"]["allow_at_or_below"]
             hi = c["region"]["flag_at_or_above"]
             lo = -math.inf if lo is None else lo
             hi = math.inf if hi is None else hi
@@ -131,14 +131,15 @@ def test_cli_cascade_writes_a_guard_file(qa_run, tmp_path):
     result = json.loads(r.stdout)
     doc = yaml.safe_load(out.read_text())
     best = next(c for c in result["candidates"] if c["name"] == result["best"])
+    assert (doc["kind"], doc["format"]) == ("verifybench.guard", 2)  # the guard file names its format
     assert doc["combination"] == "cascade" and doc["checks"] == best["checks"]
-    assert doc["cascade"] == {"allow_at_or_below": best["region"]["pass_at_or_below"],
+    assert doc["cascade"] == {"allow_at_or_below": best["region"]["allow_at_or_below"],
                               "flag_at_or_above": best["region"]["flag_at_or_above"]}
     # The file is a guard the service builds: its checks, at the run's thresholds, with the measured region.
     from verifybench.guard import Guard
 
     guard = Guard(out, log_dir=False)
-    assert guard.bounds == (best["region"]["pass_at_or_below"], best["region"]["flag_at_or_above"])
+    assert guard.bounds == (best["region"]["allow_at_or_below"], best["region"]["flag_at_or_above"])
     assert [c.id for c in guard.checks] == best["checks"]
     bad = CliRunner().invoke(app, ["cascade", str(qa_run), "--checks", "rouge,nope"])
     assert bad.exit_code == 2 and "nope" in bad.output and "rouge, bleu" in bad.output

@@ -170,6 +170,8 @@ def test_label_merge_reads_a_bom_leaves_out_ids_in_no_queue_and_keeps_the_text(t
 
 
 def test_a_file_without_its_queue_record_needs_one_named(tmp_path):
+    """A CSV of this format (its `queue` column) without its record is refused (a 0.1 queue, which had
+    neither, is read with a note: tests/test_formats.py)."""
     log = _log(tmp_path / "log")
     q = tmp_path / "q.csv"
     label_queue(log, 10, q, seed=1)
@@ -181,7 +183,8 @@ def test_a_file_without_its_queue_record_needs_one_named(tmp_path):
     r = merge([moved], tmp_path / "m.csv", queues=[record_path(q)])
     assert r["rows"] == 10 and r["not_queued"] == []
     record_path(q).write_text('{"kind": "something else"}\n')
-    with pytest.raises(VerifybenchError, match=r"q.queue.jsonl:1: not a label queue record"):
+    with pytest.raises(VerifybenchError, match=r"q.queue.jsonl:1: a 'something else' file, not a "
+                                               r"'verifybench.label-queue' file"):
         merge([moved], tmp_path / "m.csv", queues=[record_path(q)])
 
 

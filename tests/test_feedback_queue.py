@@ -107,7 +107,7 @@ def test_labeled_queue_round_trips_through_its_suite_to_a_gate(qa_run, tmp_path)
     assert run.n_cases == 235 and run.n_skipped_records == 5
     assert set(run.verdicts["verifier"]) == {"rouge", "bleu"}
     policy = vb.thresholds(run.run_dir, out=tmp_path / "policy.yaml")
-    assert policy["thresholds"]["rouge"]["all"]["threshold"] is not None
+    assert policy.thresholds["rouge"]["all"].threshold is not None
     base = vb.baseline(run.run_dir, out=tmp_path / "baseline.json")
     again = vb.run(r["suite"], out=tmp_path / "labeled-run-2", progress=False)
     res = CliRunner().invoke(app, ["gate", str(again.run_dir), "--baseline", str(base)])

@@ -359,13 +359,13 @@ def test_degenerate_and_fallback_thresholds_are_flagged_in_metrics_policy_and_cl
     assert metrics["verifiers"]["judge"]["overall"]["threshold"]["degenerate"] is None
     policy = api.thresholds(again, out=tmp / "p.yaml")
     assert "degenerate" in yaml.safe_load((tmp / "p.yaml").read_text())["thresholds"]["rouge"]["all"]
-    assert policy["thresholds"]["judge"]["all"]["flag_all (test split)"]["f1"] == pytest.approx(2 / 3)
+    assert policy.thresholds["judge"]["all"].flag_all.f1 == pytest.approx(2 / 3)
     out = cli(root, "thresholds", again)
     assert out.returncode == 0 and "DEGENERATE" in out.stdout and "flag-all F1" in out.stdout
     # balanced accuracy must separate the classes: on the same scores it does not flag everything.
     ba = api.thresholds(again, target="balanced_accuracy")
-    assert ba["target"] == "max balanced accuracy"
-    assert "degenerate" not in ba["thresholds"]["judge"]["all"]
+    assert ba.target == "max balanced accuracy"
+    assert ba.thresholds["judge"]["all"].degenerate is None
 
 
 # --- latency ---------------------------------------------------------------------------------------------
@@ -448,7 +448,7 @@ metrics:
     assert tech["threshold"]["fallback_from"] == "all" and "too few cases" in tech["threshold"]["warning"]
     assert tech["needs"]["threshold"]["more_hallucinated"] == 4  # 2 more in calibration, half of new cases land there
     policy = api.thresholds(first, min_per_class=5, out=tmp / "team/policy.yaml")
-    assert policy["thresholds"]["judge"]["technical"]["fallback_from"] == "all"
+    assert policy.thresholds["judge"]["technical"].fallback_from == "all"
     html = (first / "report.html").read_text()
     assert "fallback: all" in html
 

@@ -100,8 +100,8 @@ def test_a_scores_detector_reads_its_threshold_on_its_own_scale(tmp_path):
                                                  "id": "vendor"}}], metrics={"bootstrap": 20})
     policy = tmp_path / "policy.yaml"
     doc = verifybench.thresholds(run.run_dir, out=policy)
-    t = doc["thresholds"]["vendor"]["all"]["threshold"]
-    native = doc["thresholds"]["vendor"]["all"]["native"]
+    t = doc.thresholds["vendor"]["all"].threshold
+    native = doc.thresholds["vendor"]["all"].native
     assert native == f"consistency <= {(1 - t) * 100:.4g}"
     bound = float(native.split("<=")[1])
     with Guard(policy, allow_code=TEST_CODE, log_dir=False) as g:
@@ -174,8 +174,8 @@ def test_shadow_decides_and_logs_but_never_changes_the_response(fitted, tmp_path
     for mode in ("enforce", "shadow"):
         (rec,), torn = read_log(tmp_path / mode)
         assert not torn
-        assert rec["decision"]["mode"] == mode and rec["decision"]["action"] == "blocked"
-        assert rec["decision"]["request_id"] == f"req-{mode}" and rec["response"] == ANSWER
+        assert rec.decision.mode == mode and rec.decision.action == "blocked"
+        assert rec.decision.request_id == f"req-{mode}" and rec.response == ANSWER
 
 
 def test_strip_removes_exactly_the_flagged_units(fitted):
@@ -245,7 +245,7 @@ def test_acheck_equals_check_and_concurrent_requests_are_batched(fitted, tmp_pat
     assert [d.action for d in sync] == [d.action for d in concurrent]
     assert alone.checks[0].score == sync[0].checks[0].score
     recs, _ = read_log(tmp_path / "log")
-    assert len(recs) == 1 + 2 * len(cases) and len({r["id"] for r in recs}) == len(recs)
+    assert len(recs) == 1 + 2 * len(cases) and len({r.id for r in recs}) == len(recs)
 
 
 def test_cascade_takes_its_bounds_from_the_calibration_split(fitted, tmp_path):
@@ -314,11 +314,13 @@ def test_the_log_rotates_skips_a_torn_last_line_and_reads_as_a_dataset(fitted, t
     with open(files[-1], "ab") as f:
         f.write(b'{"id": "cut-sh')
     recs, torn = read_log(tmp_path / "log")
-    assert [r["id"] for r in recs] == [d.id for d in decisions]
+    assert [r.id for r in recs] == [d.id for d in decisions]
     assert len(torn.where) == 1 and torn.where[0].startswith(str(files[-1]))
-    assert recs[0]["meta"] == {"ticket": cases[0]["id"]} and recs[0]["decision"]["request_id"] == cases[0]["id"]
-    assert set(recs[0]["decision"]["checks"][0]) >= {"verifier", "score", "threshold", "threshold_source", "flagged",
-                                                     "error", "latency_ms"}
+    assert recs[0].meta == {"ticket": cases[0]["id"]} and recs[0].decision.request_id == cases[0]["id"]
+    first = json.loads(files[0].read_text().splitlines()[0])  # each line names its kind and format
+    assert (first["kind"], first["format"], first["written_by"][:12]) == ("verifybench.decision", 2, "verifybench ")
+    assert set(first["decision"]["checks"][0]) >= {"verifier", "score", "threshold", "threshold_source", "flagged",
+                                                   "error", "latency_ms"}
     spec = DatasetSpec(loader="guardlog", path=str(tmp_path / "log"), unlabeled="decision")
     with pytest.warns(UserWarning, match="torn last line"):
         got = list(iter_cases(spec))

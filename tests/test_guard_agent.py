@@ -76,7 +76,7 @@ def test_an_unconfirmed_claim_is_stripped_and_a_wrong_one_too(policy, checker, t
     assert by == {"agent", "graph-prose"}  # the loop's gate and the guard's fitted check both caught it
     assert out.decision.checks[0].flagged and out.decision.checks[0].threshold_source in ("slice", "fallback")
     (rec,), _ = read_log(tmp_path / "log")
-    assert rec["decision"]["request_id"] == "T-7" and rec["response"] == GROUNDED + UNCONFIRMED + WRONG
+    assert rec.decision.request_id == "T-7" and rec.response == GROUNDED + UNCONFIRMED + WRONG
 
 
 def test_block_withholds_an_answer_with_an_unconfirmed_claim(policy, checker):

@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 
 from helpers.full_disk import SmallFS, tmpfs_refusal
+from verifybench.formats.decision import DecisionRecord
 from verifybench.guard.log import DecisionLog, LogError
 from verifybench.loaders.guardlog import read_log
 
 
-def _record(i: int, size: int = 100) -> dict:
-    return {"id": f"r{i}", "response": "x" * size, "sources": [], "meta": {"i": i}, "decision": {"request_id": f"r{i}"}}
+def _record(i: int, size: int = 100, **fields) -> DecisionRecord:
+    return DecisionRecord.new(**{"id": f"r{i}", "response": "x" * size, "meta": {"i": i},
+                                 "decision": {"request_id": f"r{i}", "checks": []}, **fields})
 
 
 def _strict_lines(folder: Path) -> list[dict]:
@@ -107,7 +109,7 @@ def test_a_full_disk_fails_each_waiting_record_cuts_the_file_back_and_recovers(s
     finally:
         log.close()
     recs, torn = read_log(small_fs.dir / "log")
-    assert not torn and [r["id"] for r in recs] == ["r0", "r5"]
+    assert not torn and [r.id for r in recs] == ["r0", "r5"]
     assert len(_strict_lines(small_fs.dir / "log")) == 2
 
 
@@ -130,7 +132,7 @@ def test_no_inode_for_the_next_file_the_writer_survives_and_takes_records_again(
     finally:
         log.close()
     recs, torn = read_log(small_fs.dir / "log")
-    assert not torn and [r["id"] for r in recs] == [*answered, "r99"]
+    assert not torn and [r.id for r in recs] == [*answered, "r99"]
 
 
 def test_fail_open_returns_and_counts_what_it_could_not_write(small_fs):
@@ -176,9 +178,9 @@ def test_a_record_that_is_not_json_is_refused_naming_the_field(tmp_path):
                                  ({"x": "a\udc00"}, "meta.x", "surrogate"),
                                  (deep, "meta.a.a", "nested deeper than")):
             with pytest.raises(LogError) as e:
-                log.append({"id": "bad", "meta": meta})
+                log.append(_record(0, id="bad", meta=meta))
             assert f"record's {field}" in str(e.value) and why in str(e.value)
-        assert log.write({"id": "fine", "response": "NaN and Infinity are words here", "meta": {"x": 1.5}})
+        assert log.write(_record(0, id="fine", response="NaN and Infinity are words here", meta={"x": 1.5}))
     finally:
         log.close()
     assert [r["id"] for r in _strict_lines(tmp_path / "log")] == ["fine"]

@@ -108,8 +108,8 @@ def test_a_ray_serve_deployment_gives_the_in_process_decisions_and_logs_per_repl
         assert replica["pid"] != os.getpid()
         assert Path(replica["log"]) == log_dir / f"decisions-{replica['pid']}-1.jsonl"
         recs, torn = read_log(log_dir)
-        assert not torn and [r["decision"]["request_id"] for r in recs] == [c["id"] for c in cases]
-        assert {r["decision"]["guard_hash"] for r in recs} == {replica["guard_hash"]}
+        assert not torn and [r.decision.request_id for r in recs] == [c["id"] for c in cases]
+        assert {r.decision.guard_hash for r in recs} == {replica["guard_hash"]}
     finally:
         try:
             serve.shutdown()

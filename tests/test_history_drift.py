@@ -61,10 +61,11 @@ def test_drift_writes_a_record_of_each_outcome(recorded):
     shifted, same, refused = (read_record(c[k][1]) for k in ("shifted", "same", "refused"))
     assert (shifted.status, same.status, refused.status) == ("fail", "pass", "refused")
     assert "neither a run directory" in refused.reason and refused.rows == []
-    assert shifted.unseen["doc_types"] == ["contract"] and shifted.limits["max_psi"] == 0.2
+    assert shifted.unseen_doc_types.doc_types == ["contract"] and shifted.limits.max_psi == 0.2
     # The record holds what the drift result says, figure for figure.
     live = api.drift(recorded["base"], recorded["shifted"])
-    assert shifted.rows == json.loads(json.dumps(live.as_dict()))["rows"]
+    assert [r.model_dump(exclude_none=True) for r in shifted.rows] == \
+        [{k: v for k, v in r.items() if v is not None} for r in json.loads(json.dumps(live.as_dict()))["rows"]]
 
 
 def test_history_shows_drift_in_time_order_with_the_recorded_figures(recorded, qa_run, tmp_path):
@@ -88,7 +89,7 @@ def test_history_shows_drift_in_time_order_with_the_recorded_figures(recorded, q
             rows[key] = cells
     shifted, same = read_record(c["shifted"][1]), read_record(c["same"][1])
     for idx, rec in ((1, shifted), (3, same)):
-        for want in rec.rows:
+        for want in (r.model_dump() for r in rec.rows):
             cells = rows.pop((want["check"], want["slice"], idx))
             got = {k: cells[i][0]["data-value"] for i, k in
                    ((6, "reference_flag_rate"), (7, "production_flag_rate"), (8, "flag_rate_change"), (9, "psi"),
@@ -97,9 +98,9 @@ def test_history_shows_drift_in_time_order_with_the_recorded_figures(recorded, q
                 assert (v == "" and want[k] is None) or float(v) == pytest.approx(want[k], rel=1e-12), (k, want)
             assert cells[12][1].startswith(want["status"])
     assert not rows  # nothing shown that no record holds (the refusal has no rows)
-    rouge = [r for r in shifted.rows if r["check"] == "rouge" and r["slice"] == "all"][0]
+    rouge = [r.model_dump() for r in shifted.rows if r.check == "rouge" and r.slice == "all"][0]
     assert rouge["status"] == "drift" and rouge["psi"] > 0.2
-    assert all(r["status"] == "ok" for r in same.rows if r["slice"] == "all")
+    assert all(r.status == "ok" for r in same.rows if r.slice == "all")
     # Grouped by check and slice, all cases first, in time order within a group.
     order = [(cells[0][1], cells[1][1], cells[2][1]) for cells in page.rows["drift-checks"] if cells]
     assert order[:2] == [("rouge", "all", "1"), ("rouge", "all", "3")]
@@ -122,12 +123,12 @@ def test_a_page_of_drift_records_alone_and_bad_records(recorded, tmp_path):
         api.history([recorded["folder"]], out=tmp_path / "d.png")
     not_one = tmp_path / "x.json"
     not_one.write_text(json.dumps({"kind": "something else"}))
-    with pytest.raises(VerifybenchError, match=rf"x.json: not a drift record \(field 'kind' must be '{KIND}'"):
+    with pytest.raises(VerifybenchError, match=rf"x.json: a 'something else' file, not a '{KIND}' file"):
         api.history([not_one], out=tmp_path / "e.html")
     bad = json.loads(c["shifted"][1].read_text())
     bad["rows"][0]["psi"] = "high"
     (tmp_path / "bad.json").write_text(json.dumps(bad))
-    with pytest.raises(VerifybenchError, match=r"bad.json: field 'rows\[0\].psi': 'high' is not a number"):
+    with pytest.raises(VerifybenchError, match=r"bad.json: rows\[0\].psi: Input should be a valid number"):
         api.history([tmp_path / "bad.json"], out=tmp_path / "e.html")
     nothing = tmp_path / "nothing"
     nothing.mkdir()

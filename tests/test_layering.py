@@ -20,6 +20,8 @@ LAYERS: list[set[str]] = [
     # progress line for a long phase; identity: the cases' content hash; fieldpath: how a field is named;
     # envvars: `${VAR}` in options, read where used and kept as written everywhere else)
     {"text", "tables", "safeio", "phases", "identity", "fieldpath", "envvars"},
+    # the files verifybench writes and reads back: one typed, versioned model per format (docs/formats.md)
+    {"formats"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
     {"loaders", "verifiers", "rundir", "metrics"},
     # built on one or two of them: suites, where batches are scored, the HTML report, a run's numbers

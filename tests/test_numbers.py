@@ -103,9 +103,9 @@ def test_default_threshold_separates_where_max_f1_flags_nearly_everything(base):
     assert not o["threshold"]["near_degenerate"] and not o["threshold"]["degenerate"]
     # Max F1 is still there by name, and on these cases it flags nearly every faithful one: marked so.
     policy = api.thresholds(base.run_dir, target="f1")
-    row = policy["thresholds"]["vendor"]["all"]
-    assert row["test_split"]["f1"] is not None and "near_degenerate" in row
-    assert re.search(r"flags 9\d% of the (calibration|test) split's \d+ faithful cases", row["near_degenerate"])
+    row = policy.thresholds["vendor"]["all"]
+    assert row.test is not None and row.test.f1 is not None and row.near_degenerate
+    assert re.search(r"flags 9\d% of the (calibration|test) split's \d+ faithful cases", row.near_degenerate)
     out = cli("thresholds", base.run_dir, "--target", "f1")
     assert out.code == 0 and "NEAR-DEGENERATE" in out.out and "max F1" in out.out
     assert "NEAR-DEGENERATE" not in cli("thresholds", base.run_dir).out  # the default: max balanced accuracy
@@ -129,7 +129,7 @@ def test_near_degenerate_is_marked_in_the_report_summary_and_baseline(tmp, data)
 # --- baseline --policy with null entries: one rule, said loudly ---------------------------------------------
 
 def test_null_policy_entries_are_not_gated_at_a_threshold(tmp, base):
-    policy = api.thresholds(base.run_dir)
+    policy = api.thresholds(base.run_dir).document()
     policy["thresholds"]["vendor"] = {k: {**r, "threshold": None, "warning": "no threshold reaches precision >= 0.9"}
                                       for k, r in policy["thresholds"]["vendor"].items()}
     policy["thresholds"]["noise"]["billing"]["threshold"] = None  # one slice null, the whole set's given
@@ -156,7 +156,7 @@ def test_null_policy_entries_are_not_gated_at_a_threshold(tmp, base):
 
 
 def test_a_verifier_the_policy_does_not_name_is_said_to_be_fitted(tmp, base):
-    policy = api.thresholds(base.run_dir)
+    policy = api.thresholds(base.run_dir).document()
     del policy["thresholds"]["noise"]
     path = write(tmp / "partial-policy.yaml", yaml.safe_dump(policy))
     doc = json.loads(api.baseline(base.run_dir, out=tmp / "partial.json", policy=path).read_text())
@@ -180,8 +180,8 @@ def test_fallback_warning_says_what_a_lower_minimum_costs(base):
     assert iv["high"] - iv["low"] > whole["high"] - whole["low"]
     # With the lower minimum it gets that threshold, and the CLI shows its interval.
     policy = api.thresholds(base.run_dir, min_per_class=most)
-    assert policy["thresholds"]["vendor"]["shipping"]["threshold"] == own["value"]
-    assert policy["thresholds"]["vendor"]["shipping"]["interval95"] == [iv["low"], iv["high"]]
+    assert policy.thresholds["vendor"]["shipping"].threshold == own["value"]
+    assert policy.thresholds["vendor"]["shipping"].interval95 == [iv["low"], iv["high"]]
     out = cli("thresholds", base.run_dir)
     assert f"--min-per-class {most}" in " ".join(out.out.split())
 

@@ -5,10 +5,11 @@ import pytest
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.policy import load_policy, save_policy
+from verifybench.formats.policy import Policy
 
 
 def _policy(**thresholds):
-    return {"format": 1, "suite": "s", "by": "doc_type", "thresholds": thresholds}
+    return Policy.new(suite="s", by="doc_type", thresholds=thresholds)
 
 
 def test_a_saved_policy_loads_back_with_its_slices_and_its_null_entries(tmp_path):
@@ -22,7 +23,7 @@ def test_a_saved_policy_loads_back_with_its_slices_and_its_null_entries(tmp_path
 
 @pytest.mark.parametrize("text,message", [
     ("thresholds: {}\n", "not a verifybench policy"),
-    ("by: doc_type\nthresholds: {rouge: [1, 2]}\n", "thresholds.rouge must map slices"),
+    ("by: doc_type\nthresholds: {rouge: [1, 2]}\n", "thresholds.rouge: Input should be a valid dictionary"),
     ("by: doc_type\nthresholds: {rouge: {all: {threshold: high}}}\n",
      r"thresholds.rouge.all.threshold: a threshold must be a finite number or null, got 'high'"),
     # NaN and +inf would never flag (a silent fail-open), -inf would flag everything

@@ -168,7 +168,7 @@ def test_run_methods_call_the_commands(frame_run, tmp_path):
     across = run.compare(frame_run["file_run"])
     assert across and all(r["cases"] > 0 for r in across)
     policy = run.policy(by="doc_type", out=tmp_path / "policy.yaml")
-    assert (tmp_path / "policy.yaml").exists() and set(policy["thresholds"]) == {"rouge", "anchors"}
+    assert (tmp_path / "policy.yaml").exists() and set(policy.thresholds) == {"rouge", "anchors"}
 
 
 @pytest.mark.slow  # a real MLflow store (see test_tracking.py)

@@ -202,8 +202,8 @@ def test_served_decisions_equal_run_with_policy_and_metrics_match_the_log(fitted
             assert r["flagged"] == bool(want.loc[c["id"], "slice_flagged"])
     recs, torn = read_log(s.log_dir)
     assert not torn and len(recs) == len(cases) + 20
-    assert [r["decision"]["request_id"] for r in recs[:len(cases)]] == [c["id"] for c in cases]
-    logged = Counter((r["decision"]["action"], r["doc_type"]) for r in recs)
+    assert [r.decision.request_id for r in recs[:len(cases)]] == [c["id"] for c in cases]
+    logged = Counter((r.decision.action, r.doc_type) for r in recs)
     served = _metric(metrics, "verifybench_guard_decisions_total")
     assert {(dict(k)["action"], dict(k)["doc_type"]): n for k, n in served.items()} == dict(logged)
     per_check = _metric(metrics, "verifybench_guard_check_latency_seconds_count")
@@ -276,7 +276,7 @@ def test_sigkill_under_load_leaves_one_record_per_answered_request(fitted, serve
         t.join(30)
     assert len(answered) >= 300
     recs, torn = read_log(s.log_dir)
-    logged = Counter(r["decision"]["request_id"] for r in recs)
+    logged = Counter(r.decision.request_id for r in recs)
     assert all(logged[rid] == 1 for rid in answered), [rid for rid in answered if logged[rid] != 1][:5]
     assert max(logged.values()) == 1  # no record twice
     assert len(torn.where) <= 1
@@ -302,7 +302,7 @@ def test_several_workers_each_write_their_own_log_file(fitted, server, tmp_path)
         n += 1
     s.stop()
     recs, torn = read_log(s.log_dir)
-    assert sorted(r["decision"]["request_id"] for r in recs) == sorted(answered) and not torn
+    assert sorted(r.decision.request_id for r in recs) == sorted(answered) and not torn
     writers = {int(p.name.split("-")[1]) for p in s.log_dir.glob("decisions-*.jsonl") if p.stat().st_size}
     assert writers <= pids and len(pids) >= 1
     for f in s.log_dir.glob("decisions-*.jsonl"):

@@ -204,7 +204,7 @@ def test_a_slow_check_on_one_request_does_not_hold_another_behind_it(policy, tmp
         done.append("quick")
         t.join(60)
     assert done == ["quick", "slow"]
-    assert sorted(r["decision"]["request_id"] for r in read_log(tmp_path / "log")[0]) == ["quick", "slow"]
+    assert sorted(r.decision.request_id for r in read_log(tmp_path / "log")[0]) == ["quick", "slow"]
 
 
 # --- the decision log -------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def test_a_log_commit_that_hangs_is_a_503_within_its_budget_and_readyz_says_not_
             assert client.get("/readyz").status_code == 200
             assert client.post("/v1/check", json={**OK, "request_id": "after"}).status_code == 200
     # the stuck commit had begun when its caller was answered: its record may be there (it was written late)
-    assert [r["decision"]["request_id"] for r in read_log(tmp_path / "log")[0]][-1] == "after"
+    assert [r.decision.request_id for r in read_log(tmp_path / "log")[0]][-1] == "after"
 
 
 @pytest.fixture
@@ -275,7 +275,7 @@ def test_a_full_disk_fails_closed_with_a_503_or_open_counting_the_loss_and_recov
         assert _metric(metrics, 'verifybench_guard_requests_total{endpoint="/v1/check",status="503"}') == 1
     assert _metric(metrics, "verifybench_guard_log_ready") == 0 and _metric(metrics, "verifybench_guard_log_failures_total")
     recs, torn = read_log(small_fs.dir / "log")
-    assert not torn and [r["decision"]["request_id"] for r in recs] == ["before", "after"]
+    assert not torn and [r.decision.request_id for r in recs] == ["before", "after"]
     assert len(_strict_lines(small_fs.dir / "log")) == 2
 
 
@@ -379,4 +379,4 @@ def test_a_served_guard_on_a_full_disk_then_no_inode_then_sigterm(policy, tmp_pa
     ok = [rid for rid, s in statuses.items() if s == 200]
     enough = 9 if isinstance(disk, SmallFS) else 6  # 3 before, 3 after the disk was freed (3 more after the inodes)
     assert set(statuses.values()) <= {200, 503} and 503 in statuses.values() and len(ok) >= enough, statuses
-    assert not torn and sorted(r["decision"]["request_id"] for r in recs) == sorted(ok), disk.kind
+    assert not torn and sorted(r.decision.request_id for r in recs) == sorted(ok), disk.kind

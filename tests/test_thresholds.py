@@ -32,7 +32,7 @@ def demo_run(tmp_path_factory, root):
 @pytest.mark.slow  # SummEdits read whole
 def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     policy = api.thresholds(summedits_run, by="doc_type", target="f1", out=tmp_path / "policy.yaml")
-    rows = policy["thresholds"]["rouge"]
+    rows = policy.document()["thresholds"]["rouge"]
     domains = [k for k in rows if k != "all"]
     assert len(domains) == 8
     fitted = {k: r for k, r in rows.items() if r["source"] == "fitted" and k != "all"}
@@ -47,7 +47,7 @@ def test_summedits_policy_has_one_threshold_per_domain(summedits_run, tmp_path):
     assert yaml.safe_load((tmp_path / "policy.yaml").read_text())["thresholds"]["rouge"]["news"]["threshold"] == \
         rows["news"]["threshold"]
     lenient = api.thresholds(summedits_run, min_per_class=25)
-    assert all(r["source"] == "fitted" for r in lenient["thresholds"]["rouge"].values())
+    assert all(r.source == "fitted" for r in lenient.thresholds["rouge"].values())
 
 
 @pytest.mark.slow  # SummEdits read whole
@@ -63,7 +63,7 @@ def test_run_with_a_policy_applies_its_thresholds(tmp_path, root, demo_run):
     policy = api.thresholds(demo_run, target="recall=0.9", out=tmp_path / "p.yaml")
     api.run(root / "evals/demo.yaml", out=tmp_path / "b", progress=False, policy=tmp_path / "p.yaml")
     metrics = json.loads((tmp_path / "b/metrics.json").read_text())
-    for vid, rows in policy["thresholds"].items():
+    for vid, rows in policy.document()["thresholds"].items():
         for key, row in rows.items():
             m = metrics["verifiers"][vid]["overall" if key == "all" else "slices"]
             m = m if key == "all" else m[key]

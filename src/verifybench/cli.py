@@ -324,32 +324,33 @@ def thresholds(
         _fail(e)
     table = Table("verifier", by, "threshold", "95% interval", "calib. F1 (tuned)", "test precision", "test recall",
                   "test F1", "flag-all F1 (test)",
-                  title=f"thresholds for {policy['target']}, fitted on the calibration split; precision, recall and "
+                  title=f"thresholds for {policy.target}, fitted on the calibration split; precision, recall and "
                         "F1 on the test split")
     warnings = []
-    for vid, rows in policy["thresholds"].items():
+    for vid, rows in policy.thresholds.items():
         for key, row in rows.items():
-            flag_all = _f((row.get("flag_all (test split)") or {}).get("f1"))
-            if row["threshold"] is None:
+            flag_all = _f(row.flag_all.f1 if row.flag_all else None)
+            if row.threshold is None:
                 table.add_row(vid, key, "none *", "", "", "", "", "", flag_all)
-                warnings.append(f"{vid} / {key}: {row['warning']}")
+                warnings.append(f"{vid} / {key}: {row.warning}")
                 continue
             mark, why = "", []
-            if row.get("fallback_from"):
-                mark += f" (fallback: {row['fallback_from']})"
-                why.append(row["warning"])
-            if row.get("degenerate"):
+            if row.fallback_from:
+                mark += f" (fallback: {row.fallback_from})"
+                why.append(str(row.warning))
+            if row.degenerate:
                 mark += " DEGENERATE"
-                why.append(f"the threshold {row['degenerate']}")
-            elif row.get("near_degenerate"):
+                why.append(f"the threshold {row.degenerate}")
+            elif row.near_degenerate:
                 mark += " NEAR-DEGENERATE"
-                why.append(f"the threshold {row['near_degenerate']}")
+                why.append(f"the threshold {row.near_degenerate}")
             if why:
                 warnings.append(f"{vid} / {key}: " + "; ".join(why))
-            cal, test = row["calibration_split (tuned)"] or {}, row["test_split"] or {}
-            iv = row.get("interval95")
-            table.add_row(vid, key, f"{row['threshold']:.4f}{mark}", f"[{iv[0]:.4f}, {iv[1]:.4f}]" if iv else "-",
-                          _f(cal.get("f1")), *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
+            test = row.test.model_dump(exclude_none=True) if row.test else {}
+            iv = row.interval95
+            table.add_row(vid, key, f"{row.threshold:.4f}{mark}", f"[{iv[0]:.4f}, {iv[1]:.4f}]" if iv else "-",
+                          _f(row.calibration.f1 if row.calibration else None),
+                          *(_with_ci(test, k) for k in ("precision", "recall", "f1")), flag_all)
     console.print(table)
     for w in warnings:
         console.print(f"* {w}", highlight=False)
@@ -617,7 +618,7 @@ def cascade_cmd(
     for c in result["candidates"]:
         if c["kind"] == "cascade":
             r = c["region"]
-            console.print(Text(f"{c['name']}: passed at or below {_f(r['pass_at_or_below'], 4)}, flagged at or above "
+            console.print(Text(f"{c['name']}: allowed at or below {_f(r['allow_at_or_below'], 4)}, flagged at or above "
                                f"{_f(r['flag_at_or_above'], 4)} (cheap check; null = no such region), else "
                                f"{c['checks'][1]} at {_f(c['thresholds'][c['checks'][1]], 4)}"))
     for c in result["candidates"]:
@@ -660,7 +661,7 @@ def label_queue(
                             labeled=labeled, min_per_class=min_per_class, verifiers_from=verifiers_from, queues=queue)
     except VerifybenchError as e:
         _fail(e)
-    for line in r["skipped_log_lines"]:
+    for line in [*r["skipped_log_lines"], *r["notes"]]:
         _note(line)
     _not_queued(r["not_queued"])
     if as_json:
@@ -692,6 +693,8 @@ def label_merge(
         r = api.label_merge(files, out, queues=queue)
     except VerifybenchError as e:
         _fail(e)
+    for line in r["notes"]:
+        _note(line)
     console.print(Text(f"{r['rows']} cases, {r['labeled']} labeled, {len(r['conflicts'])} conflicting, "
                        f"{len(r['not_queued'])} in no queue (left out)"))
     for c in r["conflicts"]:
@@ -722,6 +725,8 @@ def label_estimate(
         r = api.label_estimate(path, queues=queue)
     except VerifybenchError as e:
         _fail(e)
+    for line in r["notes"]:
+        _note(line)
     _not_queued(r["not_queued"])
     table = Table("estimate", "weighted (window)", "unweighted (queue)",
                   title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")

@@ -90,9 +90,13 @@ def content_hash(cases: Iterable[Case]) -> str:
 
 
 def same_cases(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
-    """Whether two manifests' `dataset` blocks (or baselines) hold the same cases by content; None when
-    either predates the content hash (then the caller falls back to the file hash)."""
-    ha, hb = a.get("content_hash"), b.get("content_hash")
+    """Whether two manifests' `dataset` blocks hold the same cases by content (`same_content`)."""
+    return same_content(a.get("content_hash"), b.get("content_hash"))
+
+
+def same_content(ha: str | None, hb: str | None) -> bool | None:
+    """Whether two content hashes (of runs or baselines) name the same cases; None when either predates
+    the content hash (then the caller falls back to the file hash)."""
     if not ha or not hb:
         return None
     return ha == hb

@@ -1,26 +1,22 @@
 """Threshold policies: verifier x slice -> threshold, fitted on a run's calibration split, with the
 operating point measured on its test split. A policy is a YAML file a user reviews, commits, and passes
-back with `verifybench run --policy` (or to a CI gate)."""
+back with `verifybench run --policy` (or to a CI gate); its format is `formats.policy.Policy`, the one
+reader and writer (this module computes one from a run's metrics)."""
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from verifybench.errors import VerifybenchError
+from verifybench.formats.policy import Policy
 from verifybench.metrics.summary import OVERALL
-
-FORMAT = 1
 
 
 def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
-                        run_dir: str | Path | None = None) -> dict[str, Any]:
-    """The policy document: for each verifier and slice, the threshold and where it came from (fitted on
-    the calibration split, or a fallback to the whole set's for a slice too small to fit its own), the
+                        run_dir: str | Path | None = None) -> Policy:
+    """The policy: for each verifier and slice, the threshold and where it came from (fitted on the
+    calibration split, or a fallback to the whole set's for a slice too small to fit its own), the
     threshold on the detector's own scale (`native`), a warning when it is degenerate (it flags every
     calibration case, or none), the tuned calibration-split numbers, the test-split numbers with their
     intervals, and what flagging every test case would score.
@@ -48,8 +44,7 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
             row: dict[str, Any] = {"threshold": t["value"], "source": t.get("kind")}
             if t["value"] is not None:
                 row["native"] = native_threshold(config, t["value"])
-            if t.get("fallback_from"):
-                row["fallback_from"] = t["fallback_from"]
+            row["fallback_from"] = t.get("fallback_from")
             if t.get("interval"):
                 row["interval95"] = [t["interval"]["low"], t["interval"]["high"]]
             if t.get("degenerate"):
@@ -57,8 +52,7 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
             if t.get("near_degenerate"):
                 row["near_degenerate"] = (f"{t['near_degenerate']}: it barely separates the classes, so its "
                                           "precision and F1 mostly restate the class balance")
-            if t.get("warning"):
-                row["warning"] = t["warning"]
+            row["warning"] = t.get("warning")
             if t["value"] is not None:
                 row["calibration_split (tuned)"] = point(m.get("calibration_split"))
                 row["test_split"] = point(m.get("test"))
@@ -70,21 +64,14 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
         vid: {"name": names.get(vid, c["name"]), "options": recorded_options(c["name"], names.get(vid), c["config"]),
               "config_hash": c["config_hash"],
               # scored N times and folded to the mean: the guard scores it the same way (guard.batching)
-              **({"repeats": int(c["repeats"])} if int(c.get("repeats") or 1) > 1 else {})}
+              "repeats": int(c["repeats"]) if int(c.get("repeats") or 1) > 1 else None}
         for vid, c in configs.items() if vid in metrics["verifiers"]}
-    return {
-        "format": FORMAT,
-        **({"run": str(Path(run_dir).resolve())} if run_dir is not None else {}),
-        "suite": manifest["suite"]["name"],
-        "suite_hash": manifest["suite"]["hash"],
-        "dataset_hash": manifest["dataset"]["hash"],
-        "by": metrics["by"],
-        "target": metrics["target"],
-        "min_per_class": metrics["min_per_class"],
-        "split_sizes": metrics["split"],
-        "verifiers": verifiers,
-        "thresholds": thresholds,
-    }
+    return Policy.new(
+        run=str(Path(run_dir).resolve()) if run_dir is not None else None,
+        suite=manifest["suite"]["name"], suite_hash=manifest["suite"]["hash"],
+        dataset_hash=manifest["dataset"]["hash"], by=metrics["by"], target=metrics["target"],
+        min_per_class=metrics["min_per_class"], split_sizes=metrics["split"], verifiers=verifiers,
+        thresholds=thresholds)
 
 
 def suite_entry_names(raw: Any) -> dict[str, str]:
@@ -145,21 +132,18 @@ def native_threshold(config: dict[str, Any], threshold: float) -> str:
     return f"score >= {_num(t)}"
 
 
-def save_policy(policy: dict[str, Any], path: str | Path) -> Path:
+def save_policy(policy: Policy, path: str | Path) -> Path:
     """Write `policy` as YAML at `path`; its `run` is written relative to the file's folder, so a policy
     and its run moved or committed together (a cascade reads the run) still find each other, and the
     file does not carry the machine's absolute paths."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if policy.get("run") and Path(policy["run"]).is_absolute():
+    if policy.run and Path(policy.run).is_absolute():
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            policy = {**policy, "run": Path(os.path.relpath(policy["run"], path.parent.resolve())).as_posix()}
+            policy = policy.model_copy(update={"run": Path(os.path.relpath(policy.run, path.parent.resolve())).as_posix()})
         except ValueError:  # another drive (Windows): no relative path exists, the absolute one stays
             pass
-    from verifybench.safeio import write_text_atomic
-
-    write_text_atomic(path, yaml.safe_dump(policy, sort_keys=False, allow_unicode=True))
-    return path
+    return policy.write(path)
 
 
 def load_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | None]]]:
@@ -167,55 +151,10 @@ def load_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | None
     fit found no threshold, e.g. "no threshold reaches precision >= 0.9") stays in, as None: one rule for
     every null entry, whether of a slice or of the whole set: that verifier x slice is not gated at a
     threshold (its AUROC and AUPRC still are), and nothing is refitted in its place."""
-    return _read_policy(path)[:2]
+    policy = Policy.read(path)
+    return policy.by, policy.mapping()
 
 
 def null_reasons(path: str | Path) -> dict[str, dict[str, str]]:
     """verifier -> slice -> why the policy gives no threshold there (its `warning`, or "null")."""
-    return _read_policy(path)[2]
-
-
-def _read_policy(path: str | Path) -> tuple[str, dict[str, dict[str, float | None]], dict[str, dict[str, str]]]:
-    path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise VerifybenchError(f"{path}: no such policy file") from None
-    except yaml.YAMLError as e:
-        raise VerifybenchError(f"{path}: invalid YAML: {e}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("thresholds"), dict) or "by" not in doc:
-        raise VerifybenchError(f"{path}: not a verifybench policy (needs 'by' and 'thresholds')")
-    mapping, reasons = policy_thresholds(doc, path)
-    return str(doc["by"]), mapping, reasons
-
-
-def policy_thresholds(doc: dict[str, Any], path: str | Path
-                      ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, str]]]:
-    """verifier -> slice -> threshold (None where the entry is null), and verifier -> slice -> why it is
-    null, from a policy document. A threshold that is not a finite number is refused naming the file and
-    the key: NaN or +inf would never flag (a silent fail-open), -inf would flag everything, and text would
-    fail every check later."""
-    mapping: dict[str, dict[str, float | None]] = {}
-    reasons: dict[str, dict[str, str]] = {}
-    for vid, rows in doc["thresholds"].items():
-        if not isinstance(rows, dict):
-            raise VerifybenchError(f"{path}: thresholds.{vid} must map slices to entries")
-        for key, row in rows.items():
-            value = row.get("threshold") if isinstance(row, dict) else row
-            if value is not None and not _finite(value):
-                at = f"thresholds.{vid}.{key}" + (".threshold" if isinstance(row, dict) else "")
-                raise VerifybenchError(f"{path}: {at}: a threshold must be a finite number or null, got {value!r}")
-            mapping.setdefault(str(vid), {})[str(key)] = None if value is None else float(value)
-            if value is None:
-                why = row.get("warning") if isinstance(row, dict) else None
-                reasons.setdefault(str(vid), {})[str(key)] = str(why or "null in the policy")
-    return mapping, reasons
-
-
-def _finite(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:  # an integer past a float's range
-        return False
+    return Policy.read(path).null_reasons()

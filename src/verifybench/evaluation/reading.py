@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from verifybench.evaluation.policy import load_policy, null_reasons, policy_from_metrics, save_policy
+from verifybench.evaluation.policy import policy_from_metrics, save_policy
+from verifybench.formats.policy import Policy
 from verifybench.metrics import Settings, compute_metrics, frame
 from verifybench.metrics.summary import meta_fields
 from verifybench.metrics.thresholds import parse_target
@@ -27,8 +28,8 @@ def settings_for(run_dir: Path, manifest: dict[str, Any], **overrides: Any) -> S
     s.probabilistic = {v["id"] for v in manifest["verifiers"] if v.get("probabilistic")}
     s.binary = {v["id"] for v in manifest["verifiers"] if v.get("binary")}
     if (run_dir / POLICY).exists() and "policy" not in overrides:
-        s.by, s.policy = load_policy(run_dir / POLICY)
-        s.policy_reasons = null_reasons(run_dir / POLICY)
+        policy = Policy.read(run_dir / POLICY)
+        s.by, s.policy, s.policy_reasons = policy.by, policy.mapping(), policy.null_reasons()
     return s
 
 
@@ -62,7 +63,7 @@ def scored_frame(cases: pd.DataFrame, verdicts: pd.DataFrame, s: Settings) -> pd
 
 
 def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = None, min_per_class: int | None = None,
-               out: str | Path | None = None) -> dict[str, Any]:
+               out: str | Path | None = None) -> Policy:
     """Fit a threshold per verifier and slice on the calibration split; report the test split.
 
     A slice too small for its own threshold gets the whole set's (`fallback_from: all`); a threshold that

@@ -3,7 +3,7 @@
 confident, the expensive check otherwise").
 
 Everything that is chosen is chosen on the calibration split: each check's threshold, and a cascade's
-confident region (a score at or below `pass_at_or_below` is passed, at or above `flag_at_or_above` is
+confident region (a score at or below `allow_at_or_below` is allowed, at or above `flag_at_or_above` is
 flagged, anything between, or a cheap error, goes to the expensive check). Everything reported is
 measured on the test split: precision, recall and F1 with stratified bootstrap intervals, latency
 (mean and p95 per case: the cheap check's time, plus the expensive check's where it ran) and cost.
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.saved_points import SAVED
 from verifybench.feedback.runs import RunTable, read_run
+from verifybench.formats.guardfile import GuardSpec
 from verifybench.metrics.bootstrap import counts_intervals
 from verifybench.metrics.curves import rates
 from verifybench.metrics.operating import pareto_front
@@ -205,7 +205,7 @@ def fit_cascade(t: RunTable, cheap: str, expensive: str, threshold: float, targe
         cand = np.flatnonzero(ok.ravel())
         pick = int(cand[np.lexsort((-q.ravel()[cand], mean_lat.ravel()[cand]))[0]])
         i, j = (int(x) for x in np.unravel_index(pick, valid.shape))
-    return {"cheap": cheap, "expensive": expensive, "pass_at_or_below": float(lows[i]),
+    return {"cheap": cheap, "expensive": expensive, "allow_at_or_below": float(lows[i]),
             "flag_at_or_above": float(highs[j]), "expensive_threshold": threshold,
             "calibration": {"quality": float(q[i, j]), "expensive_alone_quality": ref, "target": str(target),
                             "max_loss": max_loss, "mean_latency_ms": float(mean_lat[i, j]),
@@ -272,11 +272,11 @@ def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Ta
         for a, b in itertools.combinations(checks, 2):
             cheap, expensive = (a, b) if cal_lat[a] <= cal_lat[b] else (b, a)
             fit = fit_cascade(t, cheap, expensive, thresholds[expensive], tgt, max_loss)
-            d = cascade_decisions(t, cheap, expensive, fit["pass_at_or_below"], fit["flag_at_or_above"],
+            d = cascade_decisions(t, cheap, expensive, fit["allow_at_or_below"], fit["flag_at_or_above"],
                                   thresholds[expensive])
             out["candidates"].append({"name": f"cascade({cheap}->{expensive})", "kind": "cascade",
                                       "checks": [cheap, expensive], "thresholds": {expensive: thresholds[expensive]},
-                                      "region": {k: fit[k] for k in ("pass_at_or_below", "flag_at_or_above")},
+                                      "region": {k: fit[k] for k in ("allow_at_or_below", "flag_at_or_above")},
                                       "fit": fit["calibration"], "test": measure(t, d, boot, seed)})
     if stack:
         from verifybench.feedback.stack import coefficients, compare_members, fit_stack
@@ -324,20 +324,19 @@ def _spec(target: Target) -> str:
     return f"{target.kind}={target.value:g}" if target.kind in ("precision", "recall") else target.kind
 
 
-def guard_document(result: dict[str, Any], policy_file: str, name: str | None = None) -> dict[str, Any]:
-    """A guard file (the `verifybench serve` / `Guard` format, `guard.spec.GuardSpec`) for one measured
+def guard_document(result: dict[str, Any], policy_file: str, name: str | None = None) -> GuardSpec:
+    """A guard file (the `verifybench serve` / `Guard` format, `formats.guardfile.GuardSpec`) for one measured
     combination: its checks, how they combine, and for a cascade the confident region fitted on the
     calibration split, over `policy_file` (the checks' thresholds, options and config hashes)."""
     r = candidate(result, name)
     if r["kind"] == "stack":
         raise VerifybenchError(f"{r['name']}: a stacked model is not a guard combination (yet); pick a single "
                                "check, any, all or a cascade")
-    doc: dict[str, Any] = {"policy": policy_file, "checks": list(r["checks"]),
-                           "combination": "any" if r["kind"] == "single" else r["kind"]}
-    if r["kind"] == "cascade":
-        doc["cascade"] = {"allow_at_or_below": r["region"]["pass_at_or_below"],
-                          "flag_at_or_above": r["region"]["flag_at_or_above"]}
-    return doc
+    region = r.get("region") or {}
+    return GuardSpec.new(policy=policy_file, checks=list(r["checks"]),
+                         combination="any" if r["kind"] == "single" else r["kind"],
+                         **({"cascade": {k: region[k] for k in ("allow_at_or_below", "flag_at_or_above")}}
+                            if r["kind"] == "cascade" else {}))
 
 
 def write_guard(run_dir: str | Path, result: dict[str, Any], out: str | Path, name: str | None = None) -> Path:
@@ -345,19 +344,20 @@ def write_guard(run_dir: str | Path, result: dict[str, Any], out: str | Path, na
     (`<out>.policy.yaml`: the run's thresholds at the cascade's target), so that `verifybench serve out`
     applies what was measured. What it was chosen on is written as the file's leading comment."""
     from verifybench.evaluation.reading import thresholds
+    from verifybench.safeio import write_bytes_atomic
 
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy_path = path.with_name(path.stem + ".policy.yaml")
     thresholds(run_dir, target=result["target_spec"], out=policy_path)
-    doc = guard_document(result, policy_path.name, name)
+    spec = guard_document(result, policy_path.name, name)
     r = candidate(result, name)
     test = r["test"]
     lat = (test.get("latency_ms") or {}).get("mean")
     head = (f"# {r['name']}, chosen by `verifybench cascade` on {run_dir} (fitted on the calibration split, "
             f"{result['target']}); on the test split ({test['n']} cases): precision {test.get('precision')}, "
             f"recall {test.get('recall')}, F1 {test.get('f1')}, mean latency {lat} ms\n")
-    path.write_text(head + yaml.safe_dump(jsonable(doc), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    write_bytes_atomic(path, head.encode("utf-8") + spec.data(yaml_=True))
     return path
 
 

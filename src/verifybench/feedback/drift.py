@@ -39,9 +39,10 @@ import yaml
 from verifybench.errors import VerifybenchError
 from verifybench.feedback.runs import read_run
 from verifybench.feedback.window import Window, open_source
+from verifybench.formats import Baseline, FormatError
 from verifybench.metrics.settings import OVERALL
 from verifybench.metrics.summary import jsonable
-from verifybench.rundir import MANIFEST, METRICS, read_json
+from verifybench.rundir import MANIFEST, METRICS, read_metrics
 from verifybench.tracking.drift_record import record, write_record
 
 MAX_PSI = 0.2
@@ -128,13 +129,13 @@ def reference(path: str | Path) -> Reference:
         if not sel.any():
             raise DriftRefused(f"{p}: the run has no test split to compare with")
         doc = np.asarray(t.doc_types, dtype=object)[t.doc_type[sel]]
-        fitted = read_json(p / METRICS)["verifiers"] if (p / METRICS).exists() else {}
+        fitted = read_metrics(p).verifiers if (p / METRICS).exists() else {}
         slices: dict[str, dict[str, float]] = {}
         for vid in t.checks:
             m = fitted.get(vid)
             if m is not None:
-                whole = m["overall"]["threshold"]["value"]
-                per = {k: sm["threshold"]["value"] for k, sm in m["slices"].items() if sm["threshold"]["value"] is not None}
+                whole = m.overall.threshold.value
+                per = {k: sm.threshold.value for k, sm in m.slices.items() if sm.threshold.value is not None}
             else:
                 whole, per = t.threshold(vid)["value"], {}
             if whole is not None:
@@ -145,22 +146,17 @@ def reference(path: str | Path) -> Reference:
                          dataset_hash=(t.manifest.get("dataset") or {}).get("hash"),
                          configs={v: c.config_hash for v, c in t.checks.items()})
     try:
-        doc_ = read_json(p)
-    except VerifybenchError:
-        raise DriftRefused(f"{p}: no such baseline or run directory") from None
-    except ValueError as e:
-        raise DriftRefused(f"{p}: not a verifybench baseline (invalid JSON: {e})") from None
-    if not isinstance(doc_, dict) or not isinstance(doc_.get("verifiers"), dict) or "test_slices" not in doc_:
-        raise DriftRefused(f"{p}: not a verifybench baseline (no 'verifiers' and 'test_slices')")
-    by = doc_.get("by", "doc_type")
-    ids = sorted(doc_["test_slices"])
+        base = Baseline.read(p)
+    except FormatError as e:
+        raise DriftRefused(f"{e} (a reference is a baseline from `verifybench baseline`, or a run directory)") from None
+    by = base.by
+    ids = sorted(base.test_slices)
     at = {cid: i for i, cid in enumerate(ids)}
-    slice_of = np.array([doc_["test_slices"][c] for c in ids], dtype=object)
+    slice_of = np.array([base.test_slices[c] for c in ids], dtype=object)
     scores, thresholds = {}, {}
-    for vid, v in doc_["verifiers"].items():
-        got = v.get("test_scores") or {}
-        keys = list(got)
-        vals = np.array(list(got.values()), dtype=float)  # None (an error verdict) reads as NaN
+    for vid, v in base.verifiers.items():
+        keys = list(v.test_scores)
+        vals = np.array(list(v.test_scores.values()), dtype=float)  # None (an error verdict) reads as NaN
         if keys == ids:  # the baseline writes both in case-id order: no lookup per case
             scores[vid] = vals
         else:
@@ -168,11 +164,10 @@ def reference(path: str | Path) -> Reference:
             known = np.array([c in at for c in keys], dtype=bool)
             s[np.array([at[c] for c in keys if c in at], dtype=np.int64)] = vals[known]
             scores[vid] = s
-        thresholds[vid] = {k: r["threshold"] for k, r in (v.get("slices") or {}).items() if r.get("threshold") is not None}
+        thresholds[vid] = {k: r.threshold for k, r in v.slices.items() if r.threshold is not None}
     return Reference(source=str(p), scores=scores, doc_type=slice_of if by == "doc_type" else
-                     np.full(len(ids), "none", dtype=object), thresholds=thresholds, by=by, suite=doc_.get("suite"),
-                     dataset_hash=doc_.get("dataset_hash"),
-                     configs={vid: v.get("config_hash") for vid, v in doc_["verifiers"].items()})
+                     np.full(len(ids), "none", dtype=object), thresholds=thresholds, by=by, suite=base.suite,
+                     dataset_hash=base.dataset_hash, configs={vid: v.config_hash for vid, v in base.verifiers.items()})
 
 
 def psi(ref: np.ndarray, cur: np.ndarray, bins: int = BINS) -> float:

@@ -43,6 +43,9 @@ from verifybench.feedback.window import Window, open_source
 from verifybench.loaders.fields import FieldSpec, MissingLabel
 from verifybench.loaders.labelqueue import (
     FORMULA_START,
+    QUEUE_COLUMN,
+    is_legacy,
+    legacy_note,
     neutralise,
     read_record,
     read_rows,
@@ -183,19 +186,26 @@ def _label_of(text: str) -> bool | None:
         return None
 
 
-def records_for(files: Sequence[str | Path], queues: Sequence[str | Path] | None = None) -> list[Path]:
-    """The queue records that say which ids were queued: the one beside each file, and those given. A
-    file with no record beside it needs `queues` (a CSV renamed, or written before queue records)."""
+def records_for(files: Sequence[str | Path], queues: Sequence[str | Path] | None = None
+                ) -> tuple[list[Path], set[Path]]:
+    """The queue records that say which ids were queued: the one beside each file, and those given; and
+    the files of the format before queue records (0.1: no record, no `queue` column), whose rows are
+    read as queued, unchecked. Any other file with no record beside it needs `queues` (a CSV renamed)."""
     found = [Path(q) for q in queues or []]
+    legacy: set[Path] = set()
     for path in files:
         beside = record_path(path)
         if beside.exists():
             found.append(beside)
-        elif not queues:
+        elif queues:
+            continue
+        elif is_legacy(path):
+            legacy.add(Path(path))
+        else:
             raise VerifybenchError(f"{path}: no queue record beside it ({beside.name}, written by label-queue), so "
                                    "nothing says which of its ids were queued; name the queue records its rows "
                                    "come from with --queue")
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found)), legacy
 
 
 def known_ids(records: list[Path]) -> set[str]:
@@ -227,12 +237,13 @@ def iter_labeled(path: str | Path) -> Iterator[tuple[Location, dict[str, str], b
         raise VerifybenchError(str(e)) from None
 
 
-def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A labeled queue's rows whose id some queue record names; the others appended to `left_out` (id and
-    place), never used."""
+def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str]], legacy: bool = False
+                 ) -> list[dict[str, str]]:
+    """A labeled queue's rows whose id some queue record names (every row of a `legacy` file); the others
+    appended to `left_out` (id and place), never used."""
     rows = []
     for where, r, _ in iter_labeled(path):
-        if r["id"] in known:
+        if legacy or r["id"] in known:
             rows.append(r)
         else:
             left_out.append({"id": r["id"], "where": str(where)})
@@ -248,7 +259,7 @@ def _evidence(w: Window, row: int, text: dict[str, Any]) -> dict[str, Any]:
     if w.records is not None:
         for c in text.get("decision", {}).get("checks", []):
             e = ev.setdefault(c["verifier"], {})
-            for k in ("threshold_source", "error", "evidence", "units"):
+            for k in ("threshold_source", "error"):
                 if c.get(k) is not None:
                     e[k] = c[k]
     return ev
@@ -318,9 +329,10 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
     out = Path(out)
     done: dict[str, bool | None] = {}
     left_out: list[dict[str, str]] = []
-    known = known_ids(records_for(labeled or [], queues)) if labeled else set()
+    records, legacy = records_for(labeled or [], queues) if labeled else ([], set())
+    known = known_ids(records)
     for path in labeled or []:
-        for r in read_labeled(path, known, left_out):
+        for r in read_labeled(path, known, left_out, Path(path) in legacy):
             lab = parse_label(r.get("label"))
             if lab is not None or r["id"] not in done:
                 done[r["id"]] = lab
@@ -331,7 +343,7 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
     vids = list(w.scores)
     header = ["id", *REVIEW_FIELDS, "doc_type", "question", "response", "sources", "evidence", "action",
               *(f"score:{v}" for v in vids), *(f"flagged:{v}" for v in vids), "part", "stratum", "inclusion_prob",
-              "weight", "split", "case_meta", "window"]
+              "weight", "split", "case_meta", "window", QUEUE_COLUMN]
 
     def lines() -> Iterator[dict[str, Any]]:
         for k, (row, text) in enumerate(zip(rows.tolist(), texts)):
@@ -347,6 +359,7 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
                 "part": sel["part"][k], "stratum": sel["stratum"][k],
                 "inclusion_prob": repr(float(sel["inclusion_prob"][k])), "weight": repr(float(sel["weight"][k])),
                 "split": id_split(cid), "case_meta": _jsonable_text(text.get("meta") or {}), "window": w.source,
+                QUEUE_COLUMN: record_path(out).name,
             }
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -360,7 +373,8 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
             "window_cases": len(w), "already_labeled": len(done), "pool": int(len(pool)), "budget": budget,
             "strategy": strategy, "seed": seed, "random_share": random_share, "parts": parts,
             "strata": {s: int((sel["stratum"] == s).sum()) for s in dict.fromkeys(sel["stratum"].tolist())},
-            "needs": needs, "skipped_log_lines": w.skipped, "not_queued": left_out}
+            "needs": needs, "skipped_log_lines": w.skipped, "not_queued": left_out,
+            "notes": [legacy_note(p) for p in sorted(legacy)]}
 
 
 def _now() -> str:
@@ -427,6 +441,9 @@ def write_suite(csv_path: Path, verifiers: list[Any], min_per_class: int = 30) -
         "metrics": {"by": "doc_type", "min_per_class": min_per_class},
     }
     path = csv_path.with_suffix(".yaml")
+    from verifybench.suite import parse_suite
+
+    parse_suite(doc, csv_path.parent, where=str(path))  # what is written reads back as a suite
     path.write_text("# Generated by verifybench label-queue: fill the label column (hallucinated / faithful), then\n"
                     f"#   verifybench run {path.name}\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True),
                     encoding="utf-8")
@@ -448,7 +465,7 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
 
     paths = [Path(f) for f in files]
     out = Path(out)
-    records = records_for(paths, queues)
+    records, legacy = records_for(paths, queues)
     header: list[str] = []
     not_queued: list[dict[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="verifybench-merge-") as tmp:
@@ -462,6 +479,8 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
                 db.executemany("INSERT OR IGNORE INTO known VALUES (?)", ((cid,) for cid in read_record(r)))
         except DataError as e:
             raise VerifybenchError(str(e)) from None
+        for path in sorted(legacy):  # a queue from before records: every row of it was queued
+            db.executemany("INSERT OR IGNORE INTO known VALUES (?)", ((r["id"],) for _, r, _ in iter_labeled(path)))
 
         def index() -> Iterator[tuple[Any, ...]]:
             for fi, path in enumerate(paths):
@@ -487,8 +506,7 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
             said.setdefault(cid, []).append(f"{paths[fi].name}: {raw}")
         conflict = {cid: "; ".join(got) for cid, got in said.items()}
         conflicts = [{"id": cid, "labels": labels} for cid, labels in conflict.items()]
-        if "conflict" not in header:
-            header.append("conflict")
+        header.extend(k for k in (QUEUE_COLUMN, "conflict") if k not in header)
         n = {"rows": 0, "labeled": 0}
 
         def kept() -> Iterator[dict[str, str]]:
@@ -500,6 +518,7 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
                     if pos != nxt:
                         continue
                     nxt = next(wanted, None)
+                    r = {**r, QUEUE_COLUMN: record_path(out).name}  # the merged file's own record
                     if r["id"] in conflict:
                         r, lab = {**r, "label": "", "conflict": conflict[r["id"]]}, None
                     n["rows"] += 1
@@ -512,7 +531,8 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
         record = write_record(record_path(out), ids, csv=out.name, merged_from=[p.name for p in paths],
                               created=_now())
         db.close()
-    return {"csv": str(out), "queue": str(record), **n, "conflicts": conflicts, "not_queued": not_queued}
+    return {"csv": str(out), "queue": str(record), **n, "conflicts": conflicts, "not_queued": not_queued,
+            "notes": [legacy_note(p) for p in sorted(legacy)]}
 
 
 def estimate(path: str | Path, queues: list[str | Path] | None = None) -> dict[str, Any]:
@@ -521,7 +541,8 @@ def estimate(path: str | Path, queues: list[str | Path] | None = None) -> dict[s
     window) and unweighted (the queue itself). Unlabeled rows are left out, and counted; rows whose id no
     queue record names (the one beside the file, or `queues`) are left out, and listed in `not_queued`."""
     not_queued: list[dict[str, str]] = []
-    rows = read_labeled(path, known_ids(records_for([path], queues)), not_queued)
+    records, legacy = records_for([path], queues)
+    rows = read_labeled(path, known_ids(records), not_queued, bool(legacy))
     lab = [parse_label(r.get("label")) for r in rows]
     keep = [i for i, v in enumerate(lab) if v is not None]
     if not keep:
@@ -544,7 +565,7 @@ def estimate(path: str | Path, queues: list[str | Path] | None = None) -> dict[s
     out: dict[str, Any] = {"rows": len(rows), "labeled": len(keep), "unlabeled_left_out": len(rows) - len(keep),
                            "window_cases_represented": float(wt.sum()),
                            "hallucination_rate": both(y, np.ones(len(y), bool)), "checks": {},
-                           "not_queued": not_queued}
+                           "not_queued": not_queued, "notes": [legacy_note(p) for p in sorted(legacy)]}
     for v in checks:
         raw = [rows[i].get(f"flagged:{v}", "") for i in keep]
         has = np.array([x != "" for x in raw])

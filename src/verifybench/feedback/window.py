@@ -2,12 +2,10 @@
 (or labeled) cases: per case its id, doc type, texts, and each check's score, threshold and flag.
 
 The decision log is a directory of JSONL files `decisions-<pid>-<seq>.jsonl`, one record per checked
-answer, in the case schema (id, response, sources, question, doc_type, meta) plus `decision`:
-`{action, request_id, checks: [{verifier, score, threshold, threshold_source, flagged, error,
-latency_ms}], guard_hash, policy_hash, time}`. A last line cut short (a writer killed mid-line, or a
-last line that is not JSON) is skipped and reported; a bad line anywhere else is an error naming the
-file and the line. (The guard's own `guardlog` loader reads the same files as cases; this reader keeps
-the decisions as columns.)
+answer (`formats.decision.DecisionRecord`: the case schema plus the decision). A last line cut short (a
+writer killed mid-line) is skipped and reported; a bad line anywhere else is an error naming the file,
+the line and the key. (The `guardlog` loader reads the same files, through the same reader and model,
+as cases; this reader keeps the decisions as columns.)
 """
 
 from __future__ import annotations
@@ -20,10 +18,12 @@ import numpy as np
 
 from verifybench.errors import RecordError, VerifybenchError
 from verifybench.feedback.runs import RunTable, read_run
+from verifybench.formats.decision import DecisionRecord
+from verifybench.loaders.guardlog import PATTERN
 from verifybench.metrics.settings import OVERALL
-from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_json
+from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_metrics
 
-LOG_GLOB = "decisions-*.jsonl"
+LOG_GLOB = PATTERN
 
 
 class LogError(VerifybenchError):
@@ -43,7 +43,7 @@ class Window:
     thresholds: dict[str, np.ndarray]
     action: np.ndarray  # object: the guard's action, or flagged / allowed for a run
     label: np.ndarray | None = None  # a run's labels, when it has them
-    records: list[dict[str, Any]] | None = None  # a log's records (texts), in order
+    records: list[DecisionRecord] | None = None  # a log's records (texts), in order
     run: RunTable | None = None
     skipped: list[str] = field(default_factory=list)  # torn lines, reported
     configs: dict[str, str | None] = field(default_factory=dict)  # check -> config hash, where recorded (a run)
@@ -71,34 +71,14 @@ class Window:
     def texts(self, rows: np.ndarray) -> list[dict[str, Any]]:
         """The case fields a reviewer needs (question, sources, response, meta) for `rows`."""
         if self.records is not None:
-            return [self.records[int(i)] for i in rows]
+            return [self.records[int(i)].model_dump(exclude={"kind", "format", "written_by"}) for i in rows]
         assert self.run is not None
         return _run_texts(self.run, rows)
 
 
-def _check_record(rec: Any, where: str) -> dict[str, Any]:
-    if not isinstance(rec, dict):
-        raise LogError(f"{where}: not a decision record (a JSON object expected)")
-    for k in ("id", "response"):
-        if k not in rec:
-            raise LogError(f"{where}: field {k!r} is missing")
-    d = rec.get("decision")
-    if not isinstance(d, dict) or not isinstance(d.get("checks"), list):
-        raise LogError(f"{where}: field 'decision.checks' is missing or not a list")
-    for i, c in enumerate(d["checks"]):
-        if not isinstance(c, dict) or "verifier" not in c:
-            raise LogError(f"{where}: field 'decision.checks[{i}].verifier' is missing")
-        for k in ("score", "threshold"):
-            v = c.get(k)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise LogError(f"{where}: field 'decision.checks[{i}].{k}': a number or null expected, got {v!r}")
-    return rec
-
-
-def read_log(log_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every decision record of a log directory (the `guardlog` loader's reader: files by pid and
-    sequence, lines in file order), each checked for the fields a queue and drift read, and the torn
-    last lines skipped, as 'file:line: why'."""
+def read_log(log_dir: str | Path) -> tuple[list[DecisionRecord], list[str]]:
+    """Every decision record of a log directory (the `guardlog` loader's reader and model: files by pid
+    and sequence, lines in file order), and the torn last lines skipped, as 'file:line: why'."""
     from verifybench.loaders.guardlog import TornLines, iter_log
 
     d = Path(log_dir)
@@ -111,7 +91,7 @@ def read_log(log_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     for item in iter_log(d, torn):
         if isinstance(item, RecordError):
             raise LogError(str(item)) from None
-        records.append(_check_record(item.data, f"{item.loc.file}:{item.loc.line}"))
+        records.append(item[1])
     named = (f"{Path(file).name}:{line}" for file, line in (w.rsplit(":", 1) for w in torn.where))
     return records, [f"{where}: a torn last line (no newline: a writer killed mid-write), skipped" for where in named]
 
@@ -120,49 +100,44 @@ def from_log(log_dir: str | Path) -> Window:
     """A log directory as a window; a case id logged more than once (a retried request) keeps its last
     record, and the repeats are reported with the torn lines."""
     records, skipped = read_log(log_dir)
-    last = {str(r["id"]): i for i, r in enumerate(records)}
+    last = {r.id: i for i, r in enumerate(records)}
     if len(last) != len(records):
         skipped.append(f"{len(records) - len(last)} records repeat an earlier case id: the last record of each id kept")
         keep = sorted(last.values())
         records = [records[i] for i in keep]
     n = len(records)
-    vids = list(dict.fromkeys(c["verifier"] for r in records for c in r["decision"]["checks"]))
+    vids = list(dict.fromkeys(c.verifier for r in records for c in r.decision.checks))
     scores = {v: np.full(n, np.nan) for v in vids}
     thresholds = {v: np.full(n, np.nan) for v in vids}
     for i, r in enumerate(records):
-        for c in r["decision"]["checks"]:
-            v = c["verifier"]
-            if c.get("score") is not None and not c.get("error"):
-                scores[v][i] = float(c["score"])
-            if c.get("threshold") is not None:
-                thresholds[v][i] = float(c["threshold"])
-    ids = np.array([str(r["id"]) for r in records], dtype=object)
-    return Window(source=str(log_dir), kind="log", ids=ids,
-                  doc_type=np.array([str(r.get("doc_type") or "none") for r in records], dtype=object),
+        for c in r.decision.checks:
+            if c.score is not None and not c.error:
+                scores[c.verifier][i] = c.score
+            if c.threshold is not None:
+                thresholds[c.verifier][i] = c.threshold
+    return Window(source=str(log_dir), kind="log", ids=np.array([r.id for r in records], dtype=object),
+                  doc_type=np.array([r.doc_type or "none" for r in records], dtype=object),
                   scores=scores, thresholds=thresholds,
-                  action=np.array([str(r["decision"].get("action") or "") for r in records], dtype=object),
+                  action=np.array([r.decision.action or "" for r in records], dtype=object),
                   records=records, skipped=skipped,
-                  policy_hash=np.array([str(r["decision"].get("policy_hash")) for r in records], dtype=object))
+                  policy_hash=np.array([str(r.decision.policy_hash) for r in records], dtype=object))
 
 
 def run_thresholds(t: RunTable) -> dict[str, np.ndarray]:
     """Each case's threshold per check, as the run's metrics.json (or its policy) applies it: the case's
     slice's own, else the whole set's."""
-    path = t.run_dir / METRICS
-    metrics = read_json(path) if path.exists() else {"verifiers": {}}
+    metrics = read_metrics(t.run_dir) if (t.run_dir / METRICS).exists() else None
     out = {}
     for vid in t.checks:
-        m = (metrics.get("verifiers") or {}).get(vid)
+        m = metrics.verifiers.get(vid) if metrics is not None else None
         if m is None:
             thr = t.threshold(vid)["value"]
             out[vid] = np.full(len(t.label), np.nan if thr is None else thr)
             continue
-        whole = m["overall"]["threshold"]["value"]
-        per = np.array([((m["slices"].get(k) or {}).get("threshold") or {}).get("value") for k in t.slices] + [None],
-                       dtype=object)
-        per = np.array([whole if v is None else v for v in per], dtype=object)
-        per = np.array([np.nan if v is None else float(v) for v in per])
-        out[vid] = per[t.slice]  # slice -1 (none) takes the last entry: the whole set's
+        whole = m.overall.threshold.value
+        per = [sm.threshold.value if (sm := m.slices.get(k)) is not None else None for k in t.slices] + [None]
+        out[vid] = np.array([np.nan if v is None else float(v) for v in (whole if v is None else v for v in per)])[
+            t.slice]  # slice -1 (none) takes the last entry: the whole set's
     return out
 
 

@@ -51,6 +51,10 @@ def _type(t: Any) -> str:
     return getattr(t, "__name__", str(t))
 
 
+def _first_paragraph(model: type[BaseModel]) -> str:
+    return " ".join((model.__doc__ or "").strip().split("\n\n")[0].split())
+
+
 def _models(t: Any) -> list[type[BaseModel]]:
     if isinstance(t, type) and issubclass(t, BaseModel):
         return [t]
@@ -75,8 +79,7 @@ def render() -> str:
         older = ", ".join(str(v) for v in sorted(model.MIGRATIONS)) or "none"
         out.append(f"| `{kind}` | {file} | {model.VERSION} | {older} | {model.TITLE} |")
     for kind, (model, file) in KINDS.items():
-        out += ["", f"## {kind} ({file}), format {model.VERSION}", "", (model.__doc__ or "").strip().split("\n\n")[0]
-                .replace("\n", " "), ""]
+        out += ["", f"## {kind} ({file}), format {model.VERSION}", "", _first_paragraph(model), ""]
         out += _table(model, set(Stored.model_fields))
         seen: set[type[BaseModel]] = {model}
         todo = [m for f in model.model_fields.values() for m in _models(f.annotation)]
@@ -85,7 +88,7 @@ def render() -> str:
             if part in seen:
                 continue
             seen.add(part)
-            doc = (part.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            doc = _first_paragraph(part)
             out += ["", f"### {part.__name__}", ""] + ([doc, ""] if doc else []) + _table(part, set())
             todo += [m for f in part.model_fields.values() for m in _models(f.annotation)]
     return "\n".join(out) + "\n"

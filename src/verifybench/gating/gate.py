@@ -46,11 +46,13 @@ import pandas as pd
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.policy import load_policy, null_reasons
 from verifybench.evaluation.reading import read_run, scored_frame, settings_for
-from verifybench.identity import same_cases
+from verifybench.formats import Baseline, FormatError
+from verifybench.formats.base import StaleFormat
+from verifybench.formats.baseline import BaselineSlice
+from verifybench.identity import same_content
 from verifybench.metrics import compute_metrics, evaluate
 from verifybench.metrics.bootstrap import (
     ALPHA,
-    N_BOOT,
     PAIRED_METRICS,
     RANK_METRICS,
     errors_as_wrong,
@@ -61,11 +63,10 @@ from verifybench.metrics.repeats import flicker, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.metrics.thresholds import per_value
 from verifybench.phases import phase
-from verifybench.rundir import MANIFEST, read_json, write_json
+from verifybench.rundir import MANIFEST, read_json
 from verifybench.rundir.checks import require_complete
 from verifybench.safeio import safe_name, write_text_atomic
 
-FORMAT = 2
 QUALITY = ("f1", "precision", "recall", "balanced_accuracy", "auroc", "auprc")
 LATENCY = ("p50_ms", "p95_ms", "p99_ms")
 COSTS = (*LATENCY, "cost_per_1k")
@@ -143,7 +144,7 @@ def test_quality(y: np.ndarray, scores: np.ndarray, threshold: float | None) -> 
 
 
 def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: list[dict],
-                   settings: Settings) -> dict[str, Any]:
+                   settings: Settings) -> Baseline:
     """The baseline document from a finished run's manifest, metrics, verdict frame (with its `ok`
     column), case index and metric settings."""
     cols = [c for c in ("case_id", "case_row", "verifier", "score", "ok", "label", "slice", "repeats") if c in frame]
@@ -183,25 +184,24 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
             "config_hash": next((v["config_hash"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "config": next((v["config"] for v in manifest["verifiers"] if v["id"] == vid), None),
             "slices": rows,
-            **({"repeats": int(repeated.shape[1])} if repeated is not None else {}),
+            "repeats": int(repeated.shape[1]) if repeated is not None else None,
             # Per-case test-split scores (None = error verdict), for the paired comparison.
             "test_scores": dict(zip(mine["case_id"].tolist(), [None if np.isnan(x) else x for x in scores.tolist()])),
         }
-    return {
-        "format": FORMAT,
-        "suite": manifest["suite"]["name"],
-        "suite_hash": manifest["suite"]["hash"],
-        "suite_scope_hash": suite_scope_hash(manifest["suite"]["raw"]),
-        "dataset_hash": manifest["dataset"]["hash"],
-        "content_hash": manifest["dataset"].get("content_hash"),  # what makes runs comparable (identity.py)
-        "cases_hash": cases_hash(cases),
-        "by": metrics["by"],
-        "target": metrics["target"],
-        "settings": {"bootstrap": settings.n_boot, "seed": settings.seed, "test_fraction": settings.test_fraction,
-                     "min_per_class": settings.min_per_class},
-        "test_slices": test_slices,
-        "verifiers": verifiers,
-    }
+    return Baseline.new(
+        suite=manifest["suite"]["name"],
+        suite_hash=manifest["suite"]["hash"],
+        suite_scope_hash=suite_scope_hash(manifest["suite"]["raw"]),
+        dataset_hash=manifest["dataset"]["hash"],
+        content_hash=manifest["dataset"].get("content_hash"),  # what makes runs comparable (identity.py)
+        cases_hash=cases_hash(cases),
+        by=metrics["by"],
+        target=metrics["target"],
+        settings={"bootstrap": settings.n_boot, "seed": settings.seed, "test_fraction": settings.test_fraction,
+                  "min_per_class": settings.min_per_class},
+        test_slices=test_slices,
+        verifiers=verifiers,
+    )
 
 
 @dataclass
@@ -275,26 +275,22 @@ def parse_limits(items: list[str] | None, defaults: dict[str, float] | None, kno
     return out
 
 
-def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None:
+def _check_comparable(baseline: Baseline, current: Baseline) -> None:
     """Refuse a comparison over other cases or another test split (see `verifybench.identity`). The suite's
     name, file and dataset block are not compared: the cases' content after field mapping is what
     matters, so a run from Python and a suite file's run over the same rows compare, and so do the runs
     of a renamed suite."""
     refusals = []
-    if baseline.get("format") != FORMAT:
-        refusals.append(f"baseline format {baseline.get('format')} is not {FORMAT}; record it again with "
-                        "`verifybench baseline RUN_DIR`")
-        raise GateRefused("refusing to compare: " + "; ".join(refusals))
-    same = same_cases(baseline, current)
+    same = same_content(baseline.content_hash, current.content_hash)
     if same is not None:
         if not same:
-            what = "different cases" if baseline.get("cases_hash") != current["cases_hash"] else "different data"
-            refusals.append(f"{what}: the cases' content differs (content {str(baseline['content_hash'])[:12]} in the "
-                            f"baseline, {str(current['content_hash'])[:12]} in the run): another response, source, "
+            what = "different cases" if baseline.cases_hash != current.cases_hash else "different data"
+            refusals.append(f"{what}: the cases' content differs (content {str(baseline.content_hash)[:12]} in the "
+                            f"baseline, {str(current.content_hash)[:12]} in the run): another response, source, "
                             "label, split, doc type or meta value, or another selection of cases (limit or sample)")
         else:
-            bs, cs = baseline.get("settings") or {}, current.get("settings") or {}
-            if set(baseline.get("test_slices") or {}) != set(current.get("test_slices") or {}):
+            bs, cs = baseline.settings.model_dump(), current.settings.model_dump()
+            if set(baseline.test_slices) != set(current.test_slices):
                 drawn = {k: (bs.get(k), cs.get(k)) for k in ("seed", "test_fraction") if bs.get(k) != cs.get(k)}
                 refusals.append("another test split over the same cases" + (
                     ": " + ", ".join(f"metrics.{k} {a} in the baseline, {b} in the run" for k, (a, b) in drawn.items())
@@ -303,24 +299,24 @@ def _check_comparable(baseline: dict[str, Any], current: dict[str, Any]) -> None
             raise GateRefused("refusing to compare: " + "; ".join(refusals))
         return
     # A baseline (or run) from before content hashes: the files' hash and the suite's scope decide.
-    if baseline["suite"] != current["suite"] or baseline["suite_scope_hash"] != current["suite_scope_hash"]:
-        refusals.append(f"different suite: baseline from {baseline['suite']!r} "
-                        f"(scope {baseline['suite_scope_hash'][:12]}), run from {current['suite']!r} "
-                        f"(scope {current['suite_scope_hash'][:12]}); the dataset or metrics block changed (record "
+    if baseline.suite != current.suite or baseline.suite_scope_hash != current.suite_scope_hash:
+        refusals.append(f"different suite: baseline from {baseline.suite!r} "
+                        f"(scope {baseline.suite_scope_hash[:12]}), run from {current.suite!r} "
+                        f"(scope {current.suite_scope_hash[:12]}); the dataset or metrics block changed (record "
                         "the baseline again: a new baseline compares by the cases' content instead)")
-    if baseline.get("dataset_hash") != current["dataset_hash"]:
+    if baseline.dataset_hash != current.dataset_hash:
         # The dataset hash covers the selection (limit, sample) too: name which kind of change it is.
-        what = "different cases" if baseline.get("cases_hash") != current["cases_hash"] else "different data"
-        refusals.append(f"{what}: dataset {str(baseline.get('dataset_hash'))[:12]} in the baseline, "
-                        f"{current['dataset_hash'][:12]} in the run (other files, or another selection of them: "
+        what = "different cases" if baseline.cases_hash != current.cases_hash else "different data"
+        refusals.append(f"{what}: dataset {baseline.dataset_hash[:12]} in the baseline, "
+                        f"{current.dataset_hash[:12]} in the run (other files, or another selection of them: "
                         "limit or sample)")
-    elif baseline.get("cases_hash") != current["cases_hash"]:
+    elif baseline.cases_hash != current.cases_hash:
         refusals.append("different cases: the same files, but another selection of cases (limit or sample?)")
     if refusals:
         raise GateRefused("refusing to compare: " + "; ".join(refusals))
 
 
-def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str, bool] | Labels,
+def run_gate(baseline: Baseline, current: Baseline, labels: dict[str, bool] | Labels,
              max_drop: dict[str, float], max_rise: dict[str, float], min_cases: int = GATE_MIN_CASES,
              slices: str = "all", refit: dict[str, dict[str, float | None]] | None = None,
              explicit: set[str] | None = None, allow_batch_latency: bool = False) -> GateResult:
@@ -343,58 +339,57 @@ def run_gate(baseline: dict[str, Any], current: dict[str, Any], labels: dict[str
     if slices not in ("all", "each"):
         raise VerifybenchError(f"--slices {slices!r}: expected all or each")
     explicit = set(explicit or ())
-    settings = baseline.get("settings") or {}
-    n_boot, seed = int(settings.get("bootstrap", N_BOOT)), int(settings.get("seed", 0))
-    result = GateResult(suite=baseline["suite"])
-    for vid in current["verifiers"]:
-        if vid not in baseline["verifiers"]:
+    n_boot, seed = baseline.settings.bootstrap, baseline.settings.seed
+    result = GateResult(suite=baseline.suite)
+    for vid in current.verifiers:
+        if vid not in baseline.verifiers:
             result.notes.append(f"{vid}: not in the baseline, so not gated (record a new baseline to gate it)")
-    for vid, b in baseline["verifiers"].items():
-        c = current["verifiers"].get(vid)
+    for vid, b in baseline.verifiers.items():
+        c = current.verifiers.get(vid)
         if c is None:
             raise GateRefused(f"refusing to compare: verifier {vid!r} is in the baseline but not in the run")
-        if set(b["test_scores"]) != set(c["test_scores"]):
+        if set(b.test_scores) != set(c.test_scores):
             raise GateRefused(f"refusing to compare: {vid!r} was scored on other test cases than in the baseline")
-        if b.get("config_hash") != c.get("config_hash"):
+        if b.config_hash != c.config_hash:
             result.notes.append(f"{vid}: configuration changed since the baseline (this is what is being gated)")
-        if b.get("repeats") or c.get("repeats"):
-            band = {m: _flicker(b["slices"].get(OVERALL) or {}, c["slices"].get(OVERALL) or {}, m) for m in max_drop}
-            result.notes.append(f"{vid}: scored {b.get('repeats') or 1} times per case in the baseline, "
-                                f"{c.get('repeats') or 1} now; a drop counts only beyond its flicker between repeats ("
+        if b.repeats or c.repeats:
+            band = {m: _flicker(b.slices.get(OVERALL), c.slices.get(OVERALL), m) for m in max_drop}
+            result.notes.append(f"{vid}: scored {b.repeats or 1} times per case in the baseline, "
+                                f"{c.repeats or 1} now; a drop counts only beyond its flicker between repeats ("
                                 + ", ".join(f"{m} {v:.3f}" for m, v in band.items()) + ")")
-        keys = [OVERALL] + ([k for k in b["slices"] if k != OVERALL] if slices == "each" else [])
+        keys = [OVERALL] + ([k for k in b.slices if k != OVERALL] if slices == "each" else [])
         for key in keys:
-            bs, cs = b["slices"].get(key), c["slices"].get(key)
-            if cs is None:
+            bs, cs = b.slices.get(key), c.slices.get(key)
+            if bs is None or cs is None:
                 raise GateRefused(f"refusing to compare: slice {key!r} of {vid!r} is missing from the run")
-            if (bs["test_cases"] or 0) < min_cases:
-                raise GateRefused(f"refusing to gate {vid} / {key}: {bs['test_cases']} test cases, fewer than "
+            if (bs.test_cases or 0) < min_cases:
+                raise GateRefused(f"refusing to gate {vid} / {key}: {bs.test_cases} test cases, fewer than "
                                   f"the minimum {min_cases} (label more cases, lower --min-cases, or gate the whole "
                                   "set only)")
-            ids = sorted(i for i in b["test_scores"] if key == OVERALL or baseline["test_slices"].get(i) == key)
+            ids = sorted(i for i in b.test_scores if key == OVERALL or baseline.test_slices.get(i) == key)
             y = labels.of(ids) if isinstance(labels, Labels) else np.array([labels[i] for i in ids], bool)
-            base = errors_as_wrong(y, np.array([np.nan if b["test_scores"][i] is None else b["test_scores"][i]
-                                                for i in ids], float))
-            cur = errors_as_wrong(y, np.array([np.nan if c["test_scores"][i] is None else c["test_scores"][i]
-                                               for i in ids], float))
+            base = errors_as_wrong(y, np.array([np.nan if (x := b.test_scores[i]) is None else x for i in ids], float))
+            cur = errors_as_wrong(y, np.array([np.nan if (x := c.test_scores[i]) is None else x for i in ids], float))
             result.checks += _quality_checks(vid, key, bs, cs, y, base, cur, max_drop, explicit, n_boot, seed,
                                              (refit or {}).get(vid, {}).get(key))
             result.checks += _cost_checks(vid, key, bs, cs, max_rise, allow_batch_latency)
     return result
 
 
-def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base: np.ndarray, cur: np.ndarray,
+def _quality_checks(vid: str, key: str, bs: BaselineSlice, cs: BaselineSlice, y: np.ndarray, base: np.ndarray,
+                    cur: np.ndarray,
                     max_drop: dict[str, float], explicit: set[str], n_boot: int, seed: int,
                     refit_threshold: float | None) -> list[Check]:
-    t = bs["threshold"]
+    t = bs.threshold
     held = f"held at the baseline's threshold {t:.4f}" if t is not None else ""
     one_class = y.all() or (~y).all()
     gated = [m for m in max_drop
-             if not one_class and (m in RANK_METRICS or (t is not None and not bs.get("threshold_degenerate")))]
+             if not one_class and (m in RANK_METRICS or (t is not None and not bs.threshold_degenerate))]
     paired = paired_bootstrap(y, base, cur, t, t, metrics=gated, n_boot=n_boot, seed=seed) if gated else {}
     checks = []
     for metric, allowed in max_drop.items():
-        check = Check(vid, key, metric, bs.get(metric), cs.get(metric), allowed, explicit=metric in explicit, cases=len(y),
+        check = Check(vid, key, metric, getattr(bs, metric), getattr(cs, metric), allowed, explicit=metric in explicit,
+                      cases=len(y),
                       threshold=t if metric not in RANK_METRICS else None)
         if metric not in RANK_METRICS:
             check.refit_threshold = refit_threshold
@@ -404,11 +399,11 @@ def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base:
             check.status, check.message = "skipped", "the test split of this slice holds one class only"
         elif metric not in RANK_METRICS and t is None:
             check.status = "skipped"
-            check.message = f"no threshold for this slice in the baseline ({bs.get('threshold_warning') or 'none fitted'})"
-        elif metric not in RANK_METRICS and bs.get("threshold_degenerate"):
-            fa = (bs.get("flag_all") or {}).get(metric)
+            check.message = f"no threshold for this slice in the baseline ({bs.threshold_warning or 'none fitted'})"
+        elif metric not in RANK_METRICS and bs.threshold_degenerate:
+            fa = getattr(bs.flag_all, metric, None) if bs.flag_all is not None else None
             check.status = "refused"
-            check.message = (f"the baseline's threshold {t:.4f} {bs['threshold_degenerate']}: {metric} at it only "
+            check.message = (f"the baseline's threshold {t:.4f} {bs.threshold_degenerate}: {metric} at it only "
                              f"restates the class balance" + (f" (flagging every case scores {fa:.3f})" if fa is not None else "")
                              + "; gate auroc/auprc, or record the baseline with a target that separates "
                              "(--target balanced_accuracy)")
@@ -428,33 +423,33 @@ def _quality_checks(vid: str, key: str, bs: dict, cs: dict, y: np.ndarray, base:
             elif check.drop is not None and check.drop > allowed:
                 check.message = (f"drop {check.drop:.3f} is within noise: {1 - ALPHA:.0%} CI "
                                  f"[{check.ci[0]:.3f}, {check.ci[1]:.3f}] includes 0{note}")
-            if metric not in RANK_METRICS and bs.get("threshold_near_degenerate"):
+            if metric not in RANK_METRICS and bs.threshold_near_degenerate:
                 check.message += ("; " if check.message else "") + (
-                    f"near-degenerate threshold: it {bs['threshold_near_degenerate']}, so {metric} at it mostly "
+                    f"near-degenerate threshold: it {bs.threshold_near_degenerate}, so {metric} at it mostly "
                     "restates the class balance")
         checks.append(check)
     return checks
 
 
-def _flicker(bs: dict, cs: dict, metric: str) -> float:
+def _flicker(bs: BaselineSlice | None, cs: BaselineSlice | None, metric: str) -> float:
     """How far `metric` moves between repeats of one run: the larger of the baseline's and the run's
     recorded flicker (0 for a verifier scored once)."""
-    return max(float((side.get("flicker") or {}).get(metric) or 0.0) for side in (bs, cs))
+    return max(float(((side.flicker if side else None) or {}).get(metric) or 0.0) for side in (bs, cs))
 
 
-def _cost_checks(vid: str, key: str, bs: dict, cs: dict, max_rise: dict[str, float],
+def _cost_checks(vid: str, key: str, bs: BaselineSlice, cs: BaselineSlice, max_rise: dict[str, float],
                  allow_batch_latency: bool) -> list[Check]:
     checks = []
     for measure, allowed in max_rise.items():
-        before, after = bs.get(measure), cs.get(measure)
+        before, after = getattr(bs, measure), getattr(cs, measure)
         check = Check(vid, key, measure, before, after, allowed, explicit=True)
-        bases = {bs.get("latency_basis"), cs.get("latency_basis")}
+        bases = {bs.latency_basis, cs.latency_basis}
         if before is None or after is None or before == 0:
             check.status, check.message = "skipped", "not measured on one side"
         elif measure in LATENCY and bases != {"case"} and not allow_batch_latency:
             check.status = "refused"
-            check.message = (f"{measure} is not a per-case figure here (baseline: {bs.get('latency_basis')}, now: "
-                             f"{cs.get('latency_basis')}): a batch average spreads one batch's time over its cases, "
+            check.message = (f"{measure} is not a per-case figure here (baseline: {bs.latency_basis}, now: "
+                             f"{cs.latency_basis}): a batch average spreads one batch's time over its cases, "
                              "so its percentiles are not the cases'; pass --allow-batch-latency to gate it anyway")
         else:
             rise = after / before - 1
@@ -543,19 +538,20 @@ def markdown_summary(result: GateResult, suite: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
+def load_baseline(path: str | Path) -> Baseline:
+    """The committed baseline, through its one reader (`formats.Baseline`: an older format migrated, a
+    newer one refused naming who wrote it); every problem is a refusal naming the file."""
+    if not Path(path).exists():
+        raise GateRefused(f"{path}: no such baseline; record one with `verifybench baseline RUN_DIR --out {path}`")
+    if Path(path).is_dir():
+        raise GateRefused(f"{path}: cannot be read as a baseline (a folder); give the baseline's JSON file "
+                          "(metrics/<suite>.json)")
     try:
-        doc = read_json(Path(path))
-    except VerifybenchError:
-        raise GateRefused(f"{path}: no such baseline; record one with `verifybench baseline RUN_DIR --out {path}`") from None
-    except ValueError as e:
-        raise GateRefused(f"{path}: not a verifybench baseline (invalid JSON: {e})") from None
-    except OSError as e:  # a folder, a file that cannot be read
-        raise GateRefused(f"{path}: cannot be read as a baseline ({e.strerror or e}); give the baseline's JSON "
-                          "file (metrics/<suite>.json)") from None
-    if not isinstance(doc, dict) or "verifiers" not in doc:
-        raise GateRefused(f"{path}: not a verifybench baseline")
-    return doc
+        return Baseline.read(path)
+    except StaleFormat as e:
+        raise GateRefused(f"{e}; record it again with `verifybench baseline RUN_DIR --out {path}`") from None
+    except FormatError as e:
+        raise GateRefused(f"{e} (give the baseline's JSON file, metrics/<suite>.json)") from None
 
 
 # --- the flows behind `verifybench baseline` and `verifybench gate` ------------------------------------
@@ -582,24 +578,21 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
     del verdicts
     with phase("computing the baseline"):
         doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
-    doc["notes"] = baseline_notes(doc, s.policy if policy is not None else None, str(s.target))
-    path = Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, doc)
-    return path
+    doc.notes = baseline_notes(doc, s.policy if policy is not None else None, str(s.target))
+    return doc.write(Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json")
 
 
-def baseline_notes(doc: dict[str, Any], policy: dict[str, dict[str, float | None]] | None, target: str) -> list[str]:
+def baseline_notes(doc: Baseline, policy: dict[str, dict[str, float | None]] | None, target: str) -> list[str]:
     """What a baseline must say out loud: each verifier x slice it holds no threshold for (not gated at a
     threshold; AUROC and AUPRC still are), and, when recorded with a policy, each verifier the policy
     does not name (its thresholds were fitted on the run)."""
     notes = []
-    for vid, v in doc["verifiers"].items():
+    for vid, v in doc.verifiers.items():
         if policy is not None and vid not in policy:
             notes.append(f"{vid}: not in the policy: its thresholds were fitted on this run ({target})")
-        for key, row in v["slices"].items():
-            if row["threshold"] is None:
-                why = row.get("threshold_warning") or "none fitted"
+        for key, row in v.slices.items():
+            if row.threshold is None:
+                why = row.threshold_warning or "none fitted"
                 notes.append(why if why.startswith("NOT GATED") else
                              f"{vid} / {key}: NOT GATED AT A THRESHOLD (no threshold: {why}); only its AUROC and "
                              "AUPRC are gated")
@@ -622,14 +615,14 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     gating = ExitStack()  # the phase's line on a terminal, ended however the gate ends
     try:
         base = load_baseline(baseline_path)
-        suite_name = str(base.get("suite") or suite_name)
+        suite_name = base.suite or suite_name
         # Every baseline entry is held, a missing threshold too (None: not gated at a threshold on either side).
-        held = {vid: {k: r["threshold"] for k, r in v["slices"].items()} for vid, v in base["verifiers"].items()}
-        s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base["by"])
+        held = {vid: {k: r.threshold for k, r in v.slices.items()} for vid, v in base.verifiers.items()}
+        s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base.by)
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
         # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
-        own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base["by"], policy=None)
+        own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base.by, policy=None)
         own.n_boot = 1  # only the refit thresholds are read from this pass
         gating.enter_context(phase("gate: reading the run, comparing it with the baseline"))
         manifest, cases, verdicts = read_run(run_dir, s, own)
@@ -658,9 +651,9 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         if isinstance(e, GateRefused):
             raise
         raise GateRefused(reason) from None
-    result.markdown = markdown_summary(result, base["suite"])
+    result.markdown = markdown_summary(result, base.suite)
     if junit:
-        _write_text(junit, junit_xml(result, base["suite"]))
+        _write_text(junit, junit_xml(result, base.suite))
     if summary:
         _write_text(summary, result.markdown)
     return result

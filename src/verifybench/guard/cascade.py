@@ -10,10 +10,10 @@ the expensive check decides. No bound is a hand-set number; a side with no such 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from verifybench.formats.policy import Policy
 from verifybench.guard.spec import GuardError, policy_run_dir
 from verifybench.metrics import Settings, frame
 from verifybench.metrics.curves import sorted_curve
@@ -28,7 +28,7 @@ def _bound(labels: np.ndarray, scores: np.ndarray, confidence: float) -> float |
     return None if i is None else float(curve.thresholds[i])
 
 
-def cascade_bounds(policy: dict[str, Any], policy_path: Path, cheap: str, confidence: float
+def cascade_bounds(policy: Policy, policy_path: Path, cheap: str, confidence: float
                    ) -> tuple[float | None, float | None]:
     """(low, high) for the cheap check `cheap`: allow at or below low, flag at or above high."""
     run = policy_run_dir(policy, policy_path)
@@ -41,7 +41,7 @@ def cascade_bounds(policy: dict[str, Any], policy_path: Path, cheap: str, confid
     run_dir = Path(run)
     manifest = read_json(run_dir / MANIFEST)
     s = Settings.from_suite(manifest["suite"]["raw"].get("metrics"))
-    by = str(policy.get("by") or s.by)
+    by = policy.by or s.by
     cases = read_case_frame(run_dir, meta=[by[5:]] if by.startswith("meta.") else [])
     f = frame(cases, read_verdict_frame(run_dir), by, s.seed, s.test_fraction)
     cal = f[(f["verifier"] == cheap) & (f["role"] == "calibration") & f["ok"].to_numpy(bool)]

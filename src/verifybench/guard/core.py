@@ -30,6 +30,9 @@ from pydantic import BaseModel, Field
 from verifybench.cases import Case, Source, Verdict
 from verifybench.evaluation.policy import native_threshold
 from verifybench.executors.scoring import verify_batch
+from verifybench.formats.decision import (
+    DecisionRecord,
+)
 from verifybench.guard.batching import MicroBatcher
 from verifybench.guard.load import read_guard
 from verifybench.guard.log import DecisionLog
@@ -213,20 +216,20 @@ class Guard:
         self.spec, self.policy_path, self.source = files.spec, files.policy_path, files.source
         spec = self.spec
         self.policy, self.policy_hash = files.policy, files.policy_hash
-        self.by = str(self.policy["by"])
-        recorded: dict[str, Any] = self.policy["verifiers"]
+        self.by = self.policy.by
+        recorded = self.policy.verifiers or {}
         self.checks: list[_Check] = []
         for vid, (name, options) in files.entries.items():
             rec = recorded[vid]
             verifier = build(name, vid, **options)
-            if verifier.config_hash != rec["config_hash"]:
+            if verifier.config_hash != rec.config_hash:
                 raise GuardError(
                     f"verifier {vid!r} ({name}): its config hash {verifier.config_hash} differs from the policy's "
-                    f"{rec['config_hash']} ({self.policy_path}): the thresholds were fitted for another configuration"
-                    f"{_diff(rec['options'], verifier.config)}. Use the configuration the policy records, or fit a "
+                    f"{rec.config_hash} ({self.policy_path}): the thresholds were fitted for another configuration"
+                    f"{_diff(rec.options, verifier.config)}. Use the configuration the policy records, or fit a "
                     "policy on a run of this one")
-            verifier.repeats = int(rec.get("repeats", 1))
-            rows = self.policy["thresholds"][vid]
+            verifier.repeats = rec.repeats or 1
+            rows = {k: e.model_dump(by_alias=True) for k, e in self.policy.thresholds[vid].items()}
             batcher = None if verifier.stateless else MicroBatcher(verifier, spec.batch_wait_ms, spec.max_batch)
             self.checks.append(_Check(verifier, rows, batcher))
         self.hash = spec.digest({c.id: c.verifier.config_hash for c in self.checks})
@@ -290,7 +293,7 @@ class Guard:
         """The guard's settings, checks, thresholds and hashes (what /readyz and the docs show)."""
         return {
             "guard_hash": self.hash, "policy_hash": self.policy_hash, "policy": str(self.policy_path), "by": self.by,
-            **self.spec.model_dump(mode="json", exclude={"policy", "suite", "log"}),
+            **self.spec.model_dump(mode="json", exclude={"policy", "suite", "log", "kind", "format", "written_by"}),
             "cascade_bounds": None if self.bounds is None else {"allow_at_or_below": self.bounds[0],
                                                                 "flag_at_or_above": self.bounds[1]},
             "checks": {c.id: {"name": c.verifier.name, "config_hash": c.verifier.config_hash,
@@ -503,10 +506,11 @@ class Guard:
             self.telemetry.decision(case, d)
         return d
 
-    def record(self, case: Case, d: Decision) -> dict[str, Any]:
-        """The decision log's record: the case schema plus the decision."""
-        return {
-            "id": case.id, "response": case.response,
+    def record(self, case: Case, d: Decision) -> DecisionRecord:
+        """The decision log's record (`formats.decision`): the case schema plus the decision, validated
+        (in pydantic-core: faster than constructing the nested models unvalidated)."""
+        return DecisionRecord.model_validate({
+            **DecisionRecord.header(), "id": case.id, "response": case.response,
             "sources": [{"id": s.id, "text": s.text} for s in case.sources],
             "question": case.question, "doc_type": case.doc_type, "meta": case.meta,
             "decision": {
@@ -521,7 +525,7 @@ class Guard:
                 "latency_ms": round(d.latency_ms, 3),
                 "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             },
-        }
+        })
 
     def _evaluate_sync(self, case: Case, request_id: str | None) -> Decision:
         t0 = time.perf_counter()

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifybench.formats import FormatError, Manifest
+from verifybench.formats.policy import Policy
 from verifybench.guard.spec import GuardError, GuardSpec, policy_run_dir, read_policy, read_spec
 from verifybench.metrics.summary import OVERALL
-from verifybench.rundir import MANIFEST, read_json
+from verifybench.rundir import MANIFEST
 from verifybench.verifiers import chosen_code
 
 
@@ -33,7 +35,7 @@ class GuardFiles:
     spec: GuardSpec
     source: Path  # the guard file (or the policy given alone)
     policy_path: Path
-    policy: dict[str, Any]
+    policy: Policy
     policy_hash: str
     entries: dict[str, tuple[str, dict[str, Any]]]  # check id -> (verifier name, options), in check order
 
@@ -46,11 +48,11 @@ def read_guard(path: str | Path, allow_code: Iterable[str] = (), **overrides: An
     spec, policy_path = read_spec(path, **overrides)
     source = Path(path)
     policy, policy_hash = read_policy(policy_path)
-    by = str(policy["by"])
+    by = policy.by
     if by != "doc_type" and not by.startswith("meta."):
         raise GuardError(f"{policy_path}: the policy slices by {by!r}; a guard slices by doc_type or "
                          "meta.<key>, fields a request carries")
-    recorded: dict[str, Any] = policy["verifiers"]
+    recorded = policy.verifiers or {}
     ids = spec.checks or list(recorded)
     if spec.combination == "cascade" and len(ids) != 2:
         raise GuardError(f"{source}: combination cascade takes exactly two checks (the cheap one first); "
@@ -62,7 +64,7 @@ def read_guard(path: str | Path, allow_code: Iterable[str] = (), **overrides: An
     if spec.suite:
         entries, where = _suite_entries(Path(spec.suite), ids), Path(spec.suite)
     else:
-        entries, where = {vid: (recorded[vid]["name"], recorded[vid]["options"]) for vid in ids}, policy_path
+        entries, where = {vid: (recorded[vid].name, recorded[vid].options) for vid in ids}, policy_path
     allow = [str(a) for a in allow_code if str(a).strip()]
     for vid, (name, options) in entries.items():
         refuse_code(where, vid, name, options, allow)
@@ -72,16 +74,13 @@ def read_guard(path: str | Path, allow_code: Iterable[str] = (), **overrides: An
     return GuardFiles(spec, source, policy_path, policy, policy_hash, entries)
 
 
-def _gates(policy: dict[str, Any], policy_path: Path, vid: str) -> None:
-    """Refuse a check the policy cannot gate with: no whole-set threshold, or a bad `repeats`."""
-    rows = (policy.get("thresholds") or {}).get(vid) or {}
-    if not isinstance(rows.get(OVERALL), dict) or rows[OVERALL].get("threshold") is None:
+def _gates(policy: Policy, policy_path: Path, vid: str) -> None:
+    """Refuse a check the policy cannot gate with: no whole-set threshold (the model has checked every
+    threshold and `repeats` already)."""
+    whole = policy.thresholds.get(vid, {}).get(OVERALL)
+    if whole is None or whole.threshold is None:
         raise GuardError(f"{policy_path}: verifier {vid!r} has no whole-set threshold "
-                         f"({(rows.get(OVERALL) or {}).get('warning') or 'none fitted'}); it cannot gate")
-    repeats = policy["verifiers"][vid].get("repeats", 1)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise GuardError(f"{policy_path}: verifiers.{vid}.repeats: expected a whole number of at least 1, "
-                         f"got {repeats!r}")
+                         f"({(whole.warning if whole else None) or 'none fitted'}); it cannot gate")
 
 
 def _suite_entries(path: Path, ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -123,25 +122,29 @@ def allowed(target: str, allow: Iterable[str]) -> bool:
     return False
 
 
-def check_run(policy: dict[str, Any], policy_path: Path, ids: list[str]) -> None:
+def check_run(policy: Policy, policy_path: Path, ids: list[str]) -> None:
     """Refuse a policy whose run (when it is here) is another suite's or another dataset's, or lacks one
     of the checks: a threshold the run never fitted, for that verifier at that configuration, is no
     fitted threshold."""
     run = policy_run_dir(policy, policy_path)
     if run is None or not (run / MANIFEST).is_file():
         return  # a policy deployed without its run: nothing here to hold it to
-    manifest = read_json(run / MANIFEST)
-    for key, theirs in (("suite_hash", (manifest.get("suite") or {}).get("hash")),
-                        ("dataset_hash", (manifest.get("dataset") or {}).get("hash"))):
-        if policy.get(key) != theirs:
+    try:
+        manifest = Manifest.read(run / MANIFEST)
+    except FormatError as e:
+        raise GuardError(f"{policy_path}: its run cannot be read: {e}") from None
+    for key, mine, theirs in (("suite_hash", policy.suite_hash, manifest.suite.hash),
+                              ("dataset_hash", policy.dataset_hash, manifest.dataset.hash)):
+        if mine != theirs:
             raise GuardError(
-                f"{policy_path}: {key} {policy.get(key)!r} differs from its run's {theirs!r} ({run}, suite "
-                f"{(manifest.get('suite') or {}).get('name')!r}): `run` points at a run these thresholds were not "
+                f"{policy_path}: {key} {mine!r} differs from its run's {theirs!r} ({run}, suite "
+                f"{manifest.suite.name!r}): `run` points at a run these thresholds were not "
                 "fitted on. Point it at the run the policy was written from, or write the policy again from this "
                 f"run: verifybench thresholds {run} --out {policy_path.name}")
-    scored = {v.get("id"): v.get("config_hash") for v in manifest.get("verifiers") or []}
+    scored = {v.id: v.config_hash for v in manifest.verifiers}
+    recorded = policy.verifiers or {}
     for vid in ids:
-        mine = policy["verifiers"][vid]["config_hash"]
+        mine = recorded[vid].config_hash
         if vid not in scored:
             raise GuardError(
                 f"{policy_path}: verifiers.{vid}: its run {run} has no verifier {vid!r} (it has: "

@@ -1,6 +1,7 @@
 """The decision log: one JSON line per check, durable before the check's response returns.
 
-Each process writes its own files, `decisions-<pid>-<seq>.jsonl` (a new sequence number when a file
+Each record is a `formats.decision.DecisionRecord` (its kind and format on every line). Each process
+writes its own files, `decisions-<pid>-<seq>.jsonl` (a new sequence number when a file
 passes `max_bytes`, and at start), so several workers never share a file and a killed process leaves
 at most its own last line torn. A file is always created new (O_CREAT | O_EXCL | O_NOFOLLOW): a name
 already taken, by a file or by a link planted in the folder, is skipped, never written through. One
@@ -35,6 +36,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from verifybench.formats.decision import DecisionRecord
 from verifybench.guard.spec import GuardError
 from verifybench.loaders.guardlog import PATTERN, TornLines, read_log
 
@@ -169,15 +171,18 @@ class DecisionLog:
         self._fd, self._size = fd, 0
 
     # -- the callers' side ---------------------------------------------------------------------------------
-    def append(self, record: dict[str, Any]) -> Future:
+    def append(self, record: DecisionRecord) -> Future:
         """Queue a record; the future is done once it is on disk, or holds a `LogError`. A record that is
         not valid JSON (a lone surrogate, NaN, nesting past `MAX_DEPTH`) raises `LogError` naming the field."""
         try:
             line = to_json(record, fallback=str)
         except PydanticSerializationError:
             line = None
-        if line is None or ((b"NaN" in line or b"Infinity" in line) and json_problem(record) is not None):
-            where, why = json_problem(record) or ((), "cannot be written as JSON")
+        # NaN / Infinity: written as such by the model's serialiser, so that they are found here; U+FFFD: what
+        # the serialiser puts in place of a lone surrogate in a mapping's key (looked at only when present)
+        if line is None or ((b"NaN" in line or b"Infinity" in line or b"\xef\xbf\xbd" in line)
+                            and json_problem(record.model_dump()) is not None):
+            where, why = json_problem(record.model_dump()) or ((), "cannot be written as JSON")
             field = ".".join(str(p) for p in where) or "record"
             raise LogError(f"the decision record's {field}: {why}")
         fut: Future = Future()
@@ -216,7 +221,7 @@ class DecisionLog:
         except LogError as e:
             return self._settle(e)
 
-    def write(self, record: dict[str, Any]) -> bool:
+    def write(self, record: DecisionRecord) -> bool:
         """Append a record and wait until it is on disk (`committed`)."""
         return self.committed(self.append(record))
 

@@ -1,8 +1,8 @@
 """A guard's decision log read as a dataset (`loader: guardlog`), and the reader the guard's tools share.
 
 A decision log (`verifybench.guard`, `verifybench serve`) is a folder of JSON Lines files,
-`decisions-<pid>-<seq>.jsonl`, one record per check, in the case schema (id, response, sources,
-question, doc_type, meta) plus a `decision` object. A process killed mid-write leaves at most its
+`decisions-<pid>-<seq>.jsonl`, one record per check (`formats.decision.DecisionRecord`), in the case
+schema (id, response, sources, question, doc_type, meta) plus a `decision` object. A process killed mid-write leaves at most its
 last line cut short; the reader skips that line and reports it (file and line), and never mixes it
 with a later process's records (each process writes its own files).
 
@@ -26,14 +26,17 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from verifybench.cases import Case
 from verifybench.errors import Location, RecordError, SuiteError
+from verifybench.formats.base import FormatError
+from verifybench.formats.decision import DecisionRecord
 from verifybench.loaders.fields import FieldSpec, record_to_case
 from verifybench.loaders.readers import Record
 
 PATTERN = "decisions-*.jsonl"
+HEADER = {"kind", "format", "written_by"}  # the record's own header: not part of the case
 LABEL_SOURCE = "guard decision"
 
 
@@ -69,10 +72,12 @@ def log_files(path: str | Path) -> list[Path]:
     return sorted(path.glob(PATTERN), key=_sort_key)
 
 
-def iter_log(path: str | Path, torn: TornLines | None = None) -> Iterator[Record | RecordError]:
-    """Every record of a decision log, in order, as `Record`s; a line that is not a JSON object is a
-    `RecordError` naming its file and line, except a file's last line cut short (no newline), which is
-    skipped and added to `torn`."""
+def iter_log(path: str | Path, torn: TornLines | None = None
+             ) -> Iterator[tuple[Location, DecisionRecord] | RecordError]:
+    """Every record of a decision log, in order, each read through `DecisionRecord` (a line from before
+    kinds migrated, a newer format refused naming who wrote it); a line that is not a record is a
+    `RecordError` naming its file, line and key, except a file's last line cut short (no newline), which
+    is skipped and added to `torn`."""
     index = 0
     for file in log_files(path):
         with open(file, "rb") as f:
@@ -90,20 +95,20 @@ def iter_log(path: str | Path, torn: TornLines | None = None) -> Iterator[Record
                 except (json.JSONDecodeError, UnicodeDecodeError) as e:
                     yield RecordError(loc, f"not a JSON line: {e}")
                     continue
-                if not isinstance(data, dict):
-                    yield RecordError(loc, f"expected a JSON object, got {type(data).__name__}")
-                    continue
-                yield Record(data, loc)
+                try:
+                    yield loc, DecisionRecord.parse(data, str(loc))
+                except FormatError as e:
+                    yield RecordError(loc, e.problem, e.field)
 
 
-def read_log(path: str | Path) -> tuple[list[dict[str, Any]], TornLines]:
-    """All records of a decision log as dicts, and the torn lines skipped; a bad line raises."""
+def read_log(path: str | Path) -> tuple[list[DecisionRecord], TornLines]:
+    """All records of a decision log, and the torn lines skipped; a bad line raises."""
     torn = TornLines()
     out = []
     for item in iter_log(path, torn):
         if isinstance(item, RecordError):
             raise item
-        out.append(item.data)
+        out.append(item[1])
     return out, torn
 
 
@@ -130,18 +135,18 @@ def guardlog(path: str | Path, unlabeled: Literal["skip", "keep", "decision"] = 
         if isinstance(item, RecordError):
             yield item
             continue
-        data = dict(item.data)
+        loc, rec = item
+        data = rec.model_dump(exclude=HEADER)
         source: str | None = "label"
-        if data.get("label") is None:
-            decision = data.get("decision")
+        if rec.label is None:
             if unlabeled == "keep":
                 source = None
-            elif unlabeled == "skip" or not isinstance(decision, dict) or "action" not in decision:
+            elif unlabeled == "skip" or rec.decision.action is None:
                 continue
             else:
-                data["label"] = decision["action"] != "allowed"
+                data["label"] = rec.decision.action != "allowed"
                 source = LABEL_SOURCE
-        case = record_to_case(Record(data, item.loc), _SPEC, dataset)
+        case = record_to_case(Record(data, loc), _SPEC, dataset)
         if isinstance(case, Case):
             meta = dict(case.meta.get("meta") or {})
             case.meta = {**meta, "decision": case.meta.get("decision"), "label_source": source}

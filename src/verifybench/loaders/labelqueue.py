@@ -9,9 +9,9 @@
   unambiguous: a reader drops exactly one leading `'` and gets the text back exactly. A plain number
   (`-0.25`) stays a number;
 - the queue record (`to_label.queue.jsonl`): which case ids were queued. A JSON header line
-  `{"kind": "verifybench.label-queue", "format": 1, "csv": ..., ...}`, then one JSON string per line,
-  one id each. A row whose id is in no queue record (added to the CSV by hand) is not a case anyone
-  queued: every reader lists it and leaves it out.
+  (`formats.labelqueue.QueueRecord`), then one JSON string per line, one id each. A row whose id is in
+  no queue record (added to the CSV by hand) is not a case anyone queued: every reader lists it and
+  leaves it out. A CSV from before queue records (0.1) is read as such: every row, with a note.
 
 ```yaml
 dataset:
@@ -26,18 +26,20 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from verifybench.errors import DataError, RecordError
+from verifybench.formats.base import FormatError
+from verifybench.formats.labelqueue import QUEUE_COLUMN, QueueRecord, csv_format
 from verifybench.loaders.fields import FieldSpec, record_to_case
 from verifybench.loaders.generic import field_spec
 from verifybench.loaders.readers import RecordStream, read_csv
 from verifybench.safeio import replace_atomically, temp_path
 
-KIND = "verifybench.label-queue"
-FORMAT = 1
+KIND = QueueRecord.KIND
 RECORD_SUFFIX = ".queue.jsonl"
 # What a spreadsheet reads as the start of a formula (OWASP's list, and the full-width forms some read
 # the same way), and the mark itself, so that a text beginning with the mark reads back unchanged.
@@ -66,11 +68,13 @@ def record_path(csv_path: str | Path) -> Path:
 
 
 def write_record(path: Path, ids: Iterable[str], **about: Any) -> Path:
-    """Write a queue record (by rename: a reader sees the whole record or none); returns its path."""
+    """Write a queue record (by rename: a reader sees the whole record or none): its header
+    (`formats.labelqueue.QueueRecord`, from `about`), then one id a line; returns its path."""
+    header = QueueRecord.new(**about).model_dump_json(by_alias=True)
     tmp = temp_path(path)
     try:
         with open(tmp, "xb") as f:  # a new file: never through a planted link
-            f.write((json.dumps({"kind": KIND, "format": FORMAT, **about}, ensure_ascii=False) + "\n").encode())
+            f.write((header + "\n").encode())
             for cid in ids:
                 f.write((json.dumps(str(cid), ensure_ascii=False) + "\n").encode())
     except BaseException:
@@ -81,7 +85,9 @@ def write_record(path: Path, ids: Iterable[str], **about: Any) -> Path:
 
 
 def read_record(path: str | Path) -> Iterator[str]:
-    """The ids of a queue record, streamed; a file that is not one, or a bad line, names file and line."""
+    """The ids of a queue record, streamed, its header read through `QueueRecord` (an older format
+    migrated, a newer one refused naming who wrote it); a file that is not one, or a bad line, names
+    file and line."""
     path = Path(path)
     try:
         f = open(path, encoding="utf-8")
@@ -94,15 +100,29 @@ def read_record(path: str | Path) -> Iterator[str]:
             except ValueError:
                 raise DataError(f"{path}:{n}: not a JSON line") from None
             if n == 1:
-                if not isinstance(value, dict) or value.get("kind") != KIND:
-                    raise DataError(f"{path}:1: not a label queue record (field 'kind' must be {KIND!r})")
-                if value.get("format") != FORMAT:
-                    raise DataError(f"{path}:1: field 'format': {value.get('format')!r}, this version reads "
-                                    f"format {FORMAT}")
+                try:
+                    QueueRecord.parse(value, f"{path}:1")
+                except FormatError as e:
+                    raise DataError(str(e)) from None
             elif isinstance(value, str):
                 yield value
             else:
                 raise DataError(f"{path}:{n}: a case id (a JSON string) expected, got {value!r}")
+
+
+def is_legacy(csv_path: str | Path) -> bool:
+    """Whether a queue CSV is of the format before queue records (no `queue` column) and has no record
+    beside it: its rows are read as queued, unchecked, with a note (`legacy_note`)."""
+    if record_path(csv_path).exists():
+        return False
+    for rec in read_rows(csv_path):
+        return not isinstance(rec, RecordError) and csv_format(list(rec.data)) == 1
+    return False
+
+
+def legacy_note(csv_path: str | Path) -> str:
+    return (f"{csv_path}: a label queue from before queue records (verifybench 0.1: no record beside it, no "
+            f"`{QUEUE_COLUMN}` column): its rows cannot be checked against a record, so every row is read as queued")
 
 
 def read_rows(path: str | Path) -> RecordStream:
@@ -132,12 +152,16 @@ def label_queue(path: str | Path, fields: FieldSpec | dict | None = None, name: 
     """
     spec = field_spec(fields)
     record = Path(queue) if queue is not None else record_path(path)
-    known = set(read_record(record))
+    known: set[str] | None = None
+    if queue is None and is_legacy(path):
+        warnings.warn(legacy_note(path), stacklevel=2)
+    else:
+        known = set(read_record(record))
     id_field = spec.id or "id"
     for rec in read_rows(path):
         if isinstance(rec, RecordError):
             yield rec
-        elif str(rec.data.get(id_field, "")) not in known:
+        elif known is not None and str(rec.data.get(id_field, "")) not in known:
             yield RecordError(rec.loc, f"{rec.data.get(id_field)!r} is in no queue record ({record.name}): a row "
                               "added by hand, not a case the queue holds", id_field)
         else:
@@ -146,5 +170,5 @@ def label_queue(path: str | Path, fields: FieldSpec | dict | None = None, name: 
 
 label_queue.files = _files  # type: ignore[attr-defined]  # the dataset hash covers the CSV and its record
 
-__all__ = ["FORMAT", "KIND", "label_queue", "neutralise", "read_record", "read_rows", "record_path",
-           "restore", "write_record"]
+__all__ = ["KIND", "QUEUE_COLUMN", "is_legacy", "label_queue", "legacy_note", "neutralise", "read_record", "read_rows",
+           "record_path", "restore", "write_record"]

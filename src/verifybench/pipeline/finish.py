@@ -14,6 +14,8 @@ from verifybench.errors import VerifybenchError
 from verifybench.evaluation import spans_pairs
 from verifybench.evaluation.reading import read_run, scored_frame, settings_for
 from verifybench.evaluation.saved_points import with_saved
+from verifybench.formats import Manifest
+from verifybench.formats.metrics import Metrics
 from verifybench.metrics import compute_metrics
 from verifybench.metrics.summary import shortcuts
 from verifybench.phases import phase
@@ -29,7 +31,6 @@ from verifybench.rundir import (
     read_errors,
     read_json,
     read_verdicts_at,
-    write_json,
 )
 from verifybench.tables import release_memory
 from verifybench.verifiers import Verifier, get_verifier_class
@@ -45,7 +46,7 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     keeps its status (its report shows what was computed).
     """
     run_dir = Path(run_dir)
-    read_json(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
+    Manifest.read(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
     with hold(run_dir):
         try:
             path = _finish(run_dir, data_dir)
@@ -56,9 +57,9 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
                 raise
             raise VerifybenchError(f"{run_dir}: {disk_message(e, 'writing metrics.json and report.html')}; the "
                                    f"results are untouched: free some space, then `verifybench report {run_dir}`") from None
-        manifest = read_json(run_dir / MANIFEST)
-        if manifest.get("status") == SCORED and (run_dir / METRICS).exists() and (run_dir / REPORT).exists():
-            write_json(run_dir / MANIFEST, {**manifest, "status": COMPLETE})
+        manifest = Manifest.read(run_dir / MANIFEST)
+        if manifest.status == SCORED and (run_dir / METRICS).exists() and (run_dir / REPORT).exists():
+            manifest.rewritten(status=COMPLETE).write(run_dir / MANIFEST)
     return path
 
 
@@ -107,7 +108,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     for picks_ in worst.values():
         for p in picks_:
             p["case"] = {**p["case"], "sources": sources.get(p["case"]["id"], [])}
-    write_json(run_dir / METRICS, metrics)
+    Metrics.new(**metrics).write(run_dir / METRICS)
     errors = read_errors(run_dir)
     notes += [e["message"] for e in errors if e.get("kind") == "unreadable"]  # a damaged line, named
     with phase("writing report.html"):

@@ -39,6 +39,7 @@ from verifybench.cases import Case, label_name
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
+from verifybench.formats import Manifest
 from verifybench.identity import ContentHash
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.metrics.shortcuts import CUES as CUE_NAMES
@@ -63,9 +64,7 @@ from verifybench.rundir import (
     iter_jsonl,
     iter_lines,
     mark_run_dir,
-    read_json,
     repair_tail,
-    write_json,
     write_json_in_place,
     write_jsonl,
 )
@@ -195,40 +194,41 @@ class Runner:
         if self.resume and not (self.run_dir / MANIFEST).exists():
             raise VerifybenchError(f"{self.run_dir}: no manifest.json here; is it a verifybench run directory?")
 
-    def _manifest(self, counts: dict[str, Any], data_hash: str, status: str) -> dict[str, Any]:
-        previous = read_json(self.run_dir / MANIFEST) if (self.run_dir / MANIFEST).exists() else {}
+    def _manifest(self, counts: dict[str, Any], data_hash: str, status: str, error: str | None = None) -> Manifest:
+        previous = Manifest.read(self.run_dir / MANIFEST) if (self.run_dir / MANIFEST).exists() else None
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        return {
-            "format": 1,
-            "status": status,
-            "created": previous.get("created", now),
-            "updated": now,
-            "suite": {
+        return Manifest.new(
+            status=status,
+            created=previous.created if previous else now,
+            updated=now,
+            suite={
                 "name": self.suite.name,
                 "path": self.suite.source,
                 "hash": self.suite.hash,
                 "raw": self.suite.raw,
-                "base_dir": previous.get("suite", {}).get("base_dir") or str(Path(self.suite.source or ".").resolve().parent),
+                "base_dir": (previous.suite.base_dir if previous else None)
+                or str(Path(self.suite.source or ".").resolve().parent),
                 "data_dir": self.suite.data_dir,
             },
             # Options as written: a `${VAR}` from the environment is stored as its name, a URL's password as ***.
-            "dataset": {"hash": data_hash, "loader": self.suite.dataset.loader,
-                        "options": as_written(self.suite.dataset.options, self.suite.written.get("dataset")),
-                        "files_hashed": self._files_hashed, **counts},
-            "verifiers": [
+            dataset={"hash": data_hash, "loader": self.suite.dataset.loader,
+                     "options": as_written(self.suite.dataset.options, self.suite.written.get("dataset")),
+                     "files_hashed": self._files_hashed, **counts},
+            verifiers=[
                 {"id": v.id, "name": v.name, "config": as_written(v.config, self._written_options(i)),
                  "config_hash": v.config_hash,
                  "probabilistic": v.probabilistic, "binary": bool(getattr(v, "binary", False)),
-                 **({"repeats": v.repeats} if v.repeats > 1 else {})}
+                 "repeats": v.repeats if v.repeats > 1 else None}
                 for i, v in enumerate(self.verifiers)
             ],
-            "executor": self._executor_info,
-            "git": previous["git"] if "git" in previous else self._git(),
-            "packages": package_versions(),
-            "platform": {"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
-            "resumes": previous.get("resumes", 0) + (1 if self.resume and status == RUNNING else 0),
-            **({"notes": self.notes} if self.notes else {}),
-        }
+            executor=self._executor_info,
+            git=previous.git if previous else self._git(),
+            packages=package_versions(),
+            platform={"system": platform.platform(), "machine": platform.machine(), "argv": sys.argv},
+            resumes=(previous.resumes if previous else 0) + (1 if self.resume and status == RUNNING else 0),
+            notes=self.notes,
+            error=error,
+        )
 
     def _written_options(self, i: int) -> dict[str, Any] | None:
         written = self.suite.written.get("verifiers") or []
@@ -259,18 +259,18 @@ class Runner:
         write_jsonl(path, kept)  # by rename: a resume killed here keeps the old log whole
 
     def _check_resume(self, data_hash: str) -> set[tuple[str, str]]:
-        manifest = read_json(self.run_dir / MANIFEST)
-        if manifest["dataset"]["hash"] != data_hash:
+        manifest = Manifest.read(self.run_dir / MANIFEST)
+        if manifest.dataset.hash != data_hash:
             raise VerifybenchError(
                 f"{self.run_dir}: the dataset changed since this run started (hash "
-                f"{manifest['dataset']['hash'][:12]} then, {data_hash[:12]} now); start a new run instead"
+                f"{manifest.dataset.hash[:12]} then, {data_hash[:12]} now); start a new run instead"
             )
         mine = {v.id: v.config_hash for v in self.verifiers}
-        theirs = {v["id"]: v["config_hash"] for v in manifest["verifiers"]}
+        theirs = {v.id: v.config_hash for v in manifest.verifiers}
         if mine != theirs:
             raise VerifybenchError(f"{self.run_dir}: verifier configs differ from the run's manifest; start a new run")
         for v in self.verifiers:
-            was = next(int(r.get("repeats", 1)) for r in manifest["verifiers"] if r["id"] == v.id)
+            was = next(r.repeats or 1 for r in manifest.verifiers if r.id == v.id)
             if was != v.repeats:
                 raise VerifybenchError(f"{self.run_dir}: verifier {v.id!r} was scored with repeats: {was}, now "
                                        f"{v.repeats}; a run keeps one number of repeats: start a new run")
@@ -308,7 +308,7 @@ class Runner:
         try:
             with self.executor:
                 self._executor_info = self.executor.describe()
-                write_json(self.run_dir / MANIFEST, self._manifest({}, data_hash, RUNNING))
+                self._manifest({}, data_hash, RUNNING).write(self.run_dir / MANIFEST)
                 total = self._count() if self.progress else None
                 with _Progress(self.verifiers, total, done, enabled=self.progress,
                                wall_rate=self.executor.wall_rate) as bar, \
@@ -360,9 +360,7 @@ class Runner:
             elif disk_error(e):
                 reason = disk_message(e, "the disk is full, or a file size limit was reached")  # type: ignore[arg-type]
             # Everything appended so far stays; the manifest says why the run stopped.
-            manifest = self._manifest(counter.counts(), data_hash, FAILED)
-            manifest["error"] = reason
-            self._write_failed(manifest)
+            self._write_failed(self._manifest(counter.counts(), data_hash, FAILED, error=reason))
             if isinstance(e, LinkRefused):
                 raise RunDirError(f"{self.run_dir}: {reason}") from None
             if disk_error(e):
@@ -370,7 +368,7 @@ class Runner:
                                   f"finish the run with `verifybench run --resume {self.run_dir}`") from None
             raise
         counts = {**counter.counts(), "skipped_records": skipped, "content_hash": content.hexdigest()}
-        write_json(self.run_dir / MANIFEST, self._manifest(counts, data_hash, SCORED))
+        self._manifest(counts, data_hash, SCORED).write(self.run_dir / MANIFEST)
         return RunResult(self.run_dir, counts["total"], new, failed, skipped, counts, list(self.notes))
 
     def _indexed(self) -> tuple[int, str | None]:
@@ -383,17 +381,17 @@ class Runner:
             n, last = n + 1, raw
         return n, (json.loads(last).get("id") if last is not None else None)
 
-    def _write_failed(self, manifest: dict[str, Any]) -> None:
+    def _write_failed(self, manifest: Manifest) -> None:
         """The manifest of a run that stopped, saying why; on a disk too full for a temporary copy, written
         over the old one in place (its room is freed first). A manifest that cannot be written at all
         leaves the old one ("running"), which `--resume` and `report` handle as a killed run."""
         try:
-            write_json(self.run_dir / MANIFEST, manifest)
+            manifest.write(self.run_dir / MANIFEST)
         except OSError as e:
             if not disk_error(e):
                 raise
             try:
-                write_json_in_place(self.run_dir / MANIFEST, manifest)
+                write_json_in_place(self.run_dir / MANIFEST, manifest.document())
             except OSError:
                 pass
 
@@ -650,13 +648,12 @@ class _CueColumns:
 def resume_suite(run_dir: Path, data_dir: Path | str | None = None) -> Suite:
     """The suite a run directory was started with, re-resolved so the run can continue."""
     run_dir = Path(run_dir)
-    manifest = read_json(run_dir / MANIFEST)
-    s = manifest["suite"]
-    base, path = Path(s["base_dir"]), s.get("path") or "<suite>"
+    s = Manifest.read(run_dir / MANIFEST).suite
+    base, path = Path(s.base_dir or run_dir), s.path or "<suite>"
     kept = run_dir / "suite.yaml"  # verifybench.pipeline.inline.SUITE
-    inline = (s["raw"].get("dataset") or {}).get("loader") == "records" and Path(path) == base / kept.name
+    inline = (s.raw.get("dataset") or {}).get("loader") == "records" and Path(path) == base / kept.name
     if inline and kept.exists() and run_dir.resolve() != base.resolve():
         # A suite kept in the run directory (a run over cases given in Python) points at data beside it:
         # read it from where the run directory is now, so a moved or copied run still resumes and reports.
         base, path = run_dir.resolve(), str(kept)
-    return parse_suite(s["raw"], base, data_dir or s.get("data_dir"), path)
+    return parse_suite(s.raw, base, data_dir or s.data_dir, path)

@@ -35,6 +35,7 @@ from verifybench.rundir.files import (
     read_cases_at,
     read_errors,
     read_json,
+    read_metrics,
     read_verdict_frame,
     read_verdicts,
     read_verdicts_at,
@@ -47,6 +48,6 @@ from verifybench.rundir.files import (
 __all__ = ["BLOCK", "CASES", "COMPLETE", "CUES", "ERRORS", "FAILED", "JsonlAppender", "LOCK", "MANIFEST", "MARKER",
            "METRICS", "REPORT", "RESULTS", "RUNNING", "RunDirError", "RunLock", "RunLocked", "SCORED", "TEXT_CLIP",
            "_blocks", "_line", "case_index_row", "hold", "is_run_dir", "iter_jsonl", "iter_lines", "mark_run_dir",
-           "read_case_frame", "read_case_index", "read_cases_at", "read_errors", "read_json", "read_verdict_frame",
-           "read_verdicts", "read_verdicts_at", "repair_tail", "write_json", "write_json_in_place",
+           "read_case_frame", "read_case_index", "read_cases_at", "read_errors", "read_json", "read_metrics",
+           "read_verdict_frame", "read_verdicts", "read_verdicts_at", "repair_tail", "write_json", "write_json_in_place",
            "write_jsonl"]

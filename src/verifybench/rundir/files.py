@@ -35,6 +35,8 @@ from pydantic_core import to_json
 
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
+from verifybench.formats.base import StaleFormat
+from verifybench.formats.metrics import Metrics
 from verifybench.safeio import open_no_follow, replace_atomically, temp_path
 from verifybench.tables import LATENCY_KINDS, CaseColumns, VerdictColumns, release_memory
 
@@ -133,6 +135,17 @@ def _json_file(path: Path) -> Any:
 def mark_run_dir(run_dir: Path) -> None:
     """Write the marker that makes `run_dir` a run directory (`is_run_dir`), before any other run file."""
     write_json(Path(run_dir) / MARKER, _MARK)
+
+
+def read_metrics(run_dir: Path) -> Metrics:
+    """A run's metrics.json through its model. One from an older format is not migrated (it is derived
+    data): the error says to compute it again with `verifybench report`."""
+    path = Path(run_dir) / METRICS
+    try:
+        return Metrics.read(path)
+    except StaleFormat:
+        raise StaleFormat(path, "written by an older verifybench, in a format this one does not read; compute it "
+                                f"again from the run's results (no verifier runs): verifybench report {run_dir}") from None
 
 
 def read_json(path: Path) -> Any:

@@ -34,6 +34,7 @@ from verifybench.rundir import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from verifybench.formats.policy import Policy
     from verifybench.gating.compare import Comparison
     from verifybench.gating.gate import GateResult
     from verifybench.metrics.settings import Settings
@@ -433,8 +434,8 @@ class Run:
                     slices, junit, summary, allow_batch_latency)
 
     def policy(self, by: str = "doc_type", target: str | None = None, min_per_class: int | None = None,
-               out: str | Path | None = None) -> dict[str, Any]:
-        """Fit thresholds per slice (`verifybench thresholds`) and return the policy document."""
+               out: str | Path | None = None) -> Policy:
+        """Fit thresholds per slice (`verifybench thresholds`) and return the policy."""
         from verifybench.evaluation.reading import thresholds
 
         if target is None:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifybench.formats.drift import DriftRecord
 from verifybench.metrics.summary import OVERALL
-from verifybench.tracking.drift_record import DriftRecord, read_record
+from verifybench.tracking.drift_record import read_record
 from verifybench.tracking.history import DASHES, MARKERS, _when, time_axis
 
 STATUS_ORDER = {"ok": 0, "too few": 1, "drift": 2}
@@ -44,12 +45,12 @@ def summary_rows(records: list[DriftRecord]) -> list[dict[str, Any]]:
     """Per record: the largest PSI and flag-rate change over its (check, slice) rows, and where."""
     out = []
     for r in records:
-        scored = [x for x in r.rows if x.get("psi") is not None]
-        worst = max(scored, key=lambda x: x["psi"], default=None)
-        moved = [x for x in r.rows if x.get("flag_rate_change") is not None]
-        most = max(moved, key=lambda x: abs(x["flag_rate_change"]), default=None)
+        scored = [x for x in r.rows if x.psi is not None]
+        worst = max(scored, key=lambda x: x.psi or 0.0, default=None)
+        moved = [x for x in r.rows if x.flag_rate_change is not None]
+        most = max(moved, key=lambda x: abs(x.flag_rate_change or 0.0), default=None)
         out.append({"record": r, "worst_psi": worst, "largest_change": most,
-                    "drifting": [f"{x['check']} / {x['slice']}" for x in r.rows if x["status"] == "drift"]})
+                    "drifting": [f"{x.check} / {x.slice}" for x in r.rows if x.status == "drift"]})
     return out
 
 
@@ -60,11 +61,11 @@ def check_rows(records: list[DriftRecord]) -> list[dict[str, Any]]:
     slices: dict[str, None] = {}
     for r in records:
         for x in r.rows:
-            checks.setdefault(x["check"], None)
-            slices.setdefault(x["slice"], None)
+            checks.setdefault(x.check, None)
+            slices.setdefault(x.slice, None)
     slice_rank = {s: (s != OVERALL, s) for s in slices}
     check_rank = {c: i for i, c in enumerate(checks)}
-    flat = [{"index": i, "record": r, **x} for i, r in enumerate(records) for x in r.rows]
+    flat = [{"index": i, "record": r, **x.model_dump()} for i, r in enumerate(records) for x in r.rows]
     return sorted(flat, key=lambda x: (check_rank[x["check"]], slice_rank[x["slice"]], x["index"]))
 
 
@@ -72,9 +73,8 @@ def lines(records: list[DriftRecord]) -> list[DriftLine]:
     out: dict[tuple[str, str], DriftLine] = {}
     for i, r in enumerate(records):
         for x in r.rows:
-            if x["slice"] == OVERALL and x.get("psi") is not None:
-                out.setdefault((x["check"], r.reference), DriftLine(x["check"], r.reference, [])).points.append(
-                    (i, float(x["psi"])))
+            if x.slice == OVERALL and x.psi is not None:
+                out.setdefault((x.check, r.reference), DriftLine(x.check, r.reference, [])).points.append((i, x.psi))
     return list(out.values())
 
 
@@ -92,7 +92,7 @@ def figure(records: list[DriftRecord], drawn: list[DriftLine]) -> Any:
         (line,) = ax.plot([p[0] for p in s.points], [p[1] for p in s.points], color=colors(c % 10),
                           marker=MARKERS[d % len(MARKERS)], linestyle=DASHES[d % len(DASHES)], ms=5, lw=1.4)
         line.set_gid(f"drift-series-{k}")
-    limits = sorted({float(r.limits["max_psi"]) for r in records if "max_psi" in r.limits})
+    limits = sorted({r.limits.max_psi for r in records if r.limits.max_psi is not None})
     for v in limits:
         ax.axhline(v, color="#c0392b", lw=0.8, ls="--")
     time_axis(ax, [r.created for r in records], [r.reference for r in records])

@@ -32,9 +32,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from verifybench.errors import VerifybenchError
+from verifybench.formats import FormatError, Manifest
 from verifybench.metrics.summary import OVERALL
-from verifybench.rundir import MANIFEST, METRICS, REPORT
-from verifybench.rundir import read_json as _read_json
+from verifybench.rundir import MANIFEST, METRICS, REPORT, read_metrics
 from verifybench.rundir.provenance import git_state
 
 RUN_KEY_TAG = "verifybench.run_key"
@@ -383,31 +383,26 @@ def _experiment(client, name: str | None, manifest: dict[str, Any]):
     return exp
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return _read_json(path)
-    except ValueError as e:  # a file cut short or edited by hand
-        raise TrackingError(f"{path}: not valid JSON ({e})") from None
-
-
 def load_run_files(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(manifest, metrics) of a finished run, or an error saying what to do."""
     run_dir = Path(run_dir)
-    manifest = read_json(run_dir / MANIFEST)
-    if not isinstance(manifest, dict):
-        raise TrackingError(f"{run_dir / MANIFEST}: not a verifybench manifest (expected a JSON object)")
+    try:
+        manifest = Manifest.read(run_dir / MANIFEST)
+    except FormatError as e:
+        raise TrackingError(str(e)) from None
     if not (run_dir / METRICS).exists():
         raise TrackingError(f"{run_dir / METRICS}: not found; the run is not finished (status "
-                            f"{manifest.get('status')!r}): finish it with `verifybench run --resume {run_dir}` "
+                            f"{manifest.status!r}): finish it with `verifybench run --resume {run_dir}` "
                             f"or render it with `verifybench report {run_dir}`")
-    if manifest.get("status") == "running":
+    if manifest.status == "running":
         raise TrackingError(f"{run_dir}: the run is still running, or was killed (manifest status 'running'); "
                             f"finish it with `verifybench run --resume {run_dir}` first")
-    metrics = read_json(run_dir / METRICS)
-    if not isinstance(metrics, dict) or not isinstance(metrics.get("verifiers"), dict):
-        raise TrackingError(f"{run_dir / METRICS}: not a verifybench metrics file (no 'verifiers' object); "
-                            f"re-render it with `verifybench report {run_dir}`")
-    return manifest, metrics
+    try:
+        metrics = read_metrics(run_dir)
+    except FormatError as e:
+        raise TrackingError(str(e)) from None
+    # read through their models; the figures below are computed from them as mappings (as written)
+    return manifest.model_dump(exclude_unset=True), metrics.model_dump(exclude_unset=True)
 
 
 def log_run(run_dir: str | Path, tracking_uri: str | None = None, experiment: str | None = None) -> Logged:

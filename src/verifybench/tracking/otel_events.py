@@ -149,17 +149,19 @@ def export_run(run_dir: str | Path, endpoint: str | None = None, timeout_ms: int
 
     from verifybench.evaluation.policy import native_threshold
     from verifybench.evaluation.reading import POLICY
+    from verifybench.formats import Manifest
     from verifybench.metrics.settings import OVERALL
     from verifybench.metrics.summary import frame, meta_fields
-    from verifybench.rundir import METRICS, read_case_frame, read_cases_at, read_json, read_verdict_frame
+    from verifybench.rundir import METRICS, read_case_frame, read_cases_at, read_metrics, read_verdict_frame
     from verifybench.rundir.files import MANIFEST
 
     run_dir = Path(run_dir)
-    manifest = read_json(run_dir / MANIFEST)
-    if manifest.get("status") != "complete" or not (run_dir / METRICS).exists():
-        raise TelemetryError(f"{run_dir}: not a finished run (status {manifest.get('status')!r}); finish it with "
+    stored = Manifest.read(run_dir / MANIFEST)
+    if stored.status != "complete" or not (run_dir / METRICS).exists():
+        raise TelemetryError(f"{run_dir}: not a finished run (status {stored.status!r}); finish it with "
                              f"`verifybench report {run_dir}` first")
-    metrics = read_json(run_dir / METRICS)
+    # read through their models; the events are computed from them as mappings (as written)
+    manifest, metrics = stored.model_dump(exclude_unset=True), read_metrics(run_dir).model_dump(exclude_unset=True)
     by = str(metrics.get("by") or "doc_type")
     cases = read_case_frame(run_dir, meta=meta_fields(by))
     f = frame(cases, read_verdict_frame(run_dir), by, int(metrics.get("seed", 0)),
