@@ -179,8 +179,8 @@ def test_a_json_answer_is_checked_and_stripped_before_it_leaves(served):
     assert body["answer"] == f"{GOOD1} {GOOD2}" and body["model"] == "m-1"  # the rest of the result is kept
     assert body["guard"]["action"] == "rewritten" and [x["text"] for x in body["guard"]["removed"]] == [BAD]
     assert int(r.headers["content-length"]) == len(r.content)
-    records = [x for x in read_log(served["log"])[0] if x["decision"]["request_id"] == "TICKET-9"]
-    assert [(x["response"], x["question"], x["meta"]["route"]) for x in records] == [
+    records = [x for x in read_log(served["log"])[0] if x.decision.request_id == "TICKET-9"]
+    assert [(x.response, x.question, x.meta["route"]) for x in records] == [
         (ANSWER, "What does the Team plan cost?", "/answer")]
 
 

@@ -56,11 +56,11 @@ def test_strip_releases_sentence_by_sentence_without_the_flagged_one(policy, tmp
     for s in stream.sentences:
         assert s.last_chunk_at <= s.complete_at <= s.released_at and s.delay_ms >= 0
     # Every sentence's decision is in the log, as a case of its own, with where it sat in the stream.
-    records = [r for r in read_log(tmp_path / "log")[0] if r["meta"].get("stream")]
-    assert [(r["response"], r["meta"]["stream"]["sentence"], r["decision"]["action"]) for r in records] == [
+    records = [r for r in read_log(tmp_path / "log")[0] if r.meta.get("stream")]
+    assert [(r.response, r.meta["stream"]["sentence"], r.decision.action) for r in records] == [
         (GOOD1, 0, "allowed"), (BAD, 1, "blocked"), (GOOD2, 2, "allowed")]
-    assert {r["meta"]["stream"]["id"] for r in records} == {stream.id}
-    assert {r["decision"]["request_id"] for r in records} == {"T-1"}
+    assert {r.meta["stream"]["id"] for r in records} == {stream.id}
+    assert {r.decision.request_id for r in records} == {"T-1"}
 
 
 def test_block_stops_the_stream_at_the_flagged_sentence_and_closes_the_producer(policy):
