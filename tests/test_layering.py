@@ -20,8 +20,9 @@ LAYERS: list[set[str]] = [
     # progress line for a long phase; identity: the cases' content hash; fieldpath: how a field is named;
     # envvars: `${VAR}` in options, read where used and kept as written everywhere else)
     {"text", "tables", "safeio", "phases", "identity", "fieldpath", "envvars"},
-    # the four independent parts: what reads cases, what scores them, where results live, what measures
-    {"loaders", "verifiers", "rundir", "metrics"},
+    # the four independent parts: what reads cases, what scores them, where results live, what measures;
+    # and the typed, versioned models of the files verifybench writes (formats)
+    {"loaders", "verifiers", "rundir", "metrics", "formats"},
     # built on one or two of them: suites, where batches are scored, the HTML report, a run's numbers
     # from its files (settings, policies, span and pair metrics)
     {"suite", "executors", "reporting", "evaluation"},

@@ -31,7 +31,7 @@ import yaml
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.saved_points import SAVED
-from verifybench.feedback.runs import RunTable, read_run
+from verifybench.feedback.runs import RunTable
 from verifybench.metrics.bootstrap import counts_intervals
 from verifybench.metrics.curves import rates
 from verifybench.metrics.operating import pareto_front
@@ -242,7 +242,7 @@ def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Ta
     `best` is the cascade kept by the calibration-split rule
     (see the module's doc) with the highest calibration quality; no test figure chooses anything."""
     t = run_dir if isinstance(run_dir, RunTable) else \
-        read_run(run_dir, **({"min_per_class": min_per_class} if min_per_class is not None else {}))
+        RunTable.open(run_dir, **({"min_per_class": min_per_class} if min_per_class is not None else {}))
     if len(checks) < 1 or len(set(checks)) != len(checks):
         raise VerifybenchError(f"--checks: name distinct verifiers of the run (its verifiers: {', '.join(t.checks)})")
     tgt = parse_target(target) if target is not None else t.settings.target

@@ -37,11 +37,11 @@ import numpy as np
 import yaml
 
 from verifybench.errors import VerifybenchError
-from verifybench.feedback.runs import read_run
+from verifybench.feedback.runs import RunTable
 from verifybench.feedback.window import Window, open_source
 from verifybench.metrics.settings import OVERALL
 from verifybench.metrics.summary import jsonable
-from verifybench.rundir import MANIFEST, METRICS, read_json
+from verifybench.rundir import MANIFEST, read_json
 from verifybench.tracking.drift_record import record, write_record
 
 MAX_PSI = 0.2
@@ -123,12 +123,12 @@ def reference(path: str | Path) -> Reference:
     if p.is_dir():
         if not (p / MANIFEST).exists():
             raise DriftRefused(f"{p}: not a run directory (no {MANIFEST})")
-        t = read_run(p)
+        t = RunTable.open(p)
         sel = t.test
         if not sel.any():
             raise DriftRefused(f"{p}: the run has no test split to compare with")
         doc = np.asarray(t.doc_types, dtype=object)[t.doc_type[sel]]
-        fitted = read_json(p / METRICS)["verifiers"] if (p / METRICS).exists() else {}
+        fitted = t.run.stored_metrics()["verifiers"] if t.run.has_metrics() else {}
         slices: dict[str, dict[str, float]] = {}
         for vid in t.checks:
             m = fitted.get(vid)
@@ -141,8 +141,8 @@ def reference(path: str | Path) -> Reference:
                 per[OVERALL] = whole
             slices[vid] = per
         return Reference(source=str(p), scores={v: c.score[sel] for v, c in t.checks.items()}, doc_type=doc,
-                         thresholds=slices, by=t.settings.by, suite=t.manifest["suite"].get("name"),
-                         dataset_hash=(t.manifest.get("dataset") or {}).get("hash"),
+                         thresholds=slices, by=t.settings.by, suite=t.manifest.suite.name,
+                         dataset_hash=t.manifest.dataset.hash,
                          configs={v: c.config_hash for v, c in t.checks.items()})
     try:
         doc_ = read_json(p)

@@ -281,7 +281,7 @@ def _suite_verifiers(w: Window, verifiers_from: str | Path | None) -> list[Any]:
                 raise VerifybenchError(f"--verifiers-from {p}: not a suite file (no 'verifiers:' list)")
             return doc["verifiers"]
     elif w.run is not None:
-        manifest = w.run.manifest
+        manifest = w.run.run.doc
     if manifest is not None:
         out = []
         for v in manifest["verifiers"]:

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 from verifybench.errors import VerifybenchError
-from verifybench.evaluation.reading import metrics_for, scored_frame, settings_for
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.identity import same_cases
+from verifybench.metrics import compute_metrics
 from verifybench.metrics.bootstrap import errors_as_wrong, mcnemar, paired_bootstrap
-from verifybench.metrics.summary import jsonable, meta_fields
-from verifybench.rundir import read_case_frame
+from verifybench.metrics.summary import jsonable
 
 METRICS = ("auroc", "auprc", "f1")
 OWN = "each at its own fitted threshold"
@@ -111,9 +111,11 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     one run (each at its own fitted threshold), or each verifier of run A against the verifier of the
     same id in run B (same cases required), at run A's threshold on both sides as the gate does, or at
     each run's own with `refit`. Each result says which (`threshold_mode`)."""
-    ma, metrics_a, cases_a, verdicts_a = metrics_for(run_a)
-    s = settings_for(Path(run_a), ma)
-    fa = scored_frame(cases_a, verdicts_a, s)
+    ra = RunDir.open(run_a)
+    s = ra.settings()
+    cases_a, _ = ra.tables(s)
+    fa = ra.scored_frame(s)
+    metrics_a = compute_metrics(cases_a, None, s, scored=fa)
 
     def thr(metrics: dict, vid: str) -> float | None:
         return metrics["verifiers"][vid]["overall"]["threshold"]["value"]
@@ -130,7 +132,9 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
                             "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]})
         return Comparison(results)
 
-    mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
+    rb = RunDir.open(run_b)
+    metrics_b = rb.metrics()
+    ma, mb = ra.doc, rb.doc
     same = same_cases(ma["dataset"], mb["dataset"])  # the cases' content (verifybench.identity), else the files
     if same is False or (same is None and ma["dataset"]["hash"] != mb["dataset"]["hash"]):
         key = "content_hash" if same is not None else "hash"
@@ -139,12 +143,10 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
             f"{ma['dataset'][key][:12]} vs {mb['dataset'][key][:12]}); a paired comparison needs the same cases")
     from verifybench.gating.gate import cases_hash
 
-    if cases_hash(cases_a) != cases_hash(cases_b):
+    if cases_hash(cases_a) != cases_hash(rb.cases()):
         raise VerifybenchError("the runs scored different selections of the same data (limit or sample?); "
                                "a paired comparison needs the same cases")
-    if any(f"meta.{k}" not in cases_b for k in meta_fields(s.by, *s.breakdown)):
-        cases_b = read_case_frame(Path(run_b), meta=meta_fields(s.by, *s.breakdown))  # sliced as run A is
-    fb = scored_frame(cases_b, verdicts_b, s)
+    fb = rb.scored_frame(s)  # sliced as run A is
     shared = [v for v in metrics_a["verifiers"] if v in metrics_b["verifiers"] and (not verifiers or v in verifiers)]
     if not shared:
         raise VerifybenchError("the two runs share no verifier id to compare")

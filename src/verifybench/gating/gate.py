@@ -45,7 +45,7 @@ import pandas as pd
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.policy import load_policy, null_reasons
-from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.identity import same_cases
 from verifybench.metrics import compute_metrics, evaluate
 from verifybench.metrics.bootstrap import (
@@ -59,9 +59,10 @@ from verifybench.metrics.bootstrap import (
 )
 from verifybench.metrics.repeats import flicker, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
+from verifybench.metrics.summary import fitted_thresholds
 from verifybench.metrics.thresholds import per_value
 from verifybench.phases import phase
-from verifybench.rundir import MANIFEST, read_json, write_json
+from verifybench.rundir import read_json, write_json
 from verifybench.rundir.checks import require_complete
 from verifybench.safeio import safe_name, write_text_atomic
 
@@ -575,15 +576,17 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
         overrides["policy_reasons"] = null_reasons(policy)
-    s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
-    manifest, cases, verdicts = read_run(run_dir, s)
-    require_complete(run_dir, manifest, cases, verdicts, "a baseline")
-    f = scored_frame(cases, verdicts, s)
+    run = RunDir.open(run_dir)
+    s = run.settings(**overrides)
+    cases, verdicts = run.tables(s)
+    require_complete(run_dir, run.doc, cases, verdicts, "a baseline")
+    f = run.scored_frame(s)
     del verdicts
+    run.drop_verdicts()
     with phase("computing the baseline"):
-        doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+        doc = build_baseline(run.doc, compute_metrics(cases, None, s, scored=f), f, cases, s)
     doc["notes"] = baseline_notes(doc, s.policy if policy is not None else None, str(s.target))
-    path = Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json"
+    path = Path(out) if out else Path("metrics") / f"{safe_name(run.manifest.suite.name)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, doc)
     return path
@@ -625,23 +628,24 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         suite_name = str(base.get("suite") or suite_name)
         # Every baseline entry is held, a missing threshold too (None: not gated at a threshold on either side).
         held = {vid: {k: r["threshold"] for k, r in v["slices"].items()} for vid, v in base["verifiers"].items()}
-        s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base["by"])
+        run = RunDir.open(run_dir)  # the run is read once: its manifest, its tables, one frame
+        s = run.settings(policy=held, by=base["by"])
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
         # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
-        own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base["by"], policy=None)
-        own.n_boot = 1  # only the refit thresholds are read from this pass
+        # Its split and slices are the held settings' (same `by`, seed and test fraction), so the one frame
+        # serves both; only its thresholds are fitted, not a second evaluation.
+        own = run.settings(by=base["by"], policy=None)
+        own.n_boot = 1
         gating.enter_context(phase("gate: reading the run, comparing it with the baseline"))
-        manifest, cases, verdicts = read_run(run_dir, s, own)
-        require_complete(run_dir, manifest, cases, verdicts, "a gate")
-        f = scored_frame(cases, verdicts, s)
-        current = build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
-        del f
-        refit_metrics = evaluate(scored_frame(cases, verdicts, own), own, n_cases=len(cases))
+        cases, verdicts = run.tables(s)
+        require_complete(run_dir, run.doc, cases, verdicts, "a gate")
+        f = run.scored_frame(s)
         del verdicts
-        refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],
-                       **{k: sm["threshold"]["value"] for k, sm in m["slices"].items()}}
-                 for vid, m in refit_metrics["verifiers"].items()}
+        run.drop_verdicts()
+        current = build_baseline(run.doc, evaluate(f, s, n_cases=len(cases)), f, cases, s)
+        refit = fitted_thresholds(f, own)
+        del f
         result = run_gate(base, current, label_lookup(cases),
                           parse_limits(max_drop, DEFAULT_DROPS, QUALITY),
                           parse_limits(max_rise, {}, COSTS), min_cases=min_cases, slices=slices,

@@ -523,6 +523,20 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
     return jsonable(out)
 
 
+def fitted_thresholds(df: pd.DataFrame, s: Settings) -> dict[str, dict[str, float | None]]:
+    """verifier -> slice (and OVERALL) -> the threshold value `evaluate` would give under `s`, without the
+    rest of the metrics: what the gate shows a refit on the run would choose."""
+    out: dict[str, dict[str, float | None]] = {}
+    codes, names = pd.factorize(df["verifier"])
+    for code, vid in enumerate(names):
+        r = Rows.from_frame(df, np.flatnonzero(codes == code))
+        overall = _threshold(r, r.labeled, s, vid, OVERALL, None)  # as slice_metrics masks: labeled cases
+        out[str(vid)] = {OVERALL: overall["value"]}
+        for i, key in enumerate(r.slices):
+            out[str(vid)][key] = _threshold(r, (r.slice == i) & r.labeled, s, vid, key, overall)["value"]
+    return out
+
+
 def backend_counts(vdf: pd.DataFrame) -> dict[str, Any]:
     """What model-backed verifiers report: summed usage (tokens, requests, retries, failures, repairs,
     cache hits), tokens per case, the share of cases whose repeated samples disagreed, and the share

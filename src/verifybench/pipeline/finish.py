@@ -12,7 +12,7 @@ import pandas as pd
 from verifybench import reporting
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation import spans_pairs
-from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.evaluation.run_dir import RunDir, require_run_dir
 from verifybench.evaluation.saved_points import with_saved
 from verifybench.metrics import compute_metrics
 from verifybench.metrics.summary import shortcuts
@@ -25,10 +25,8 @@ from verifybench.rundir import (
     REPORT,
     SCORED,
     hold,
-    read_cases_at,
     read_errors,
     read_json,
-    read_verdicts_at,
     write_json,
 )
 from verifybench.tables import release_memory
@@ -44,8 +42,7 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     ("scored") becomes "complete" once metrics.json and report.html exist; a failed or interrupted run
     keeps its status (its report shows what was computed).
     """
-    run_dir = Path(run_dir)
-    read_json(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
+    run_dir = require_run_dir(run_dir)  # a clear error for a folder that is not a run, before taking a lock in it
     with hold(run_dir):
         try:
             path = _finish(run_dir, data_dir)
@@ -65,11 +62,13 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
 
 def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     with phase("reading the run and computing metrics"):  # a line on a terminal when it takes a while
-        s = settings_for(run_dir, read_json(run_dir / MANIFEST))
-        manifest, cases, verdicts = read_run(run_dir, s)
-        f = scored_frame(cases, verdicts, s)
+        run = RunDir.open(run_dir)
+        s = run.settings()
+        manifest = run.doc
+        cases, _ = run.tables(s)
+        f = run.scored_frame(s)
         # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
-        del verdicts
+        run.drop_verdicts()
         f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
         release_memory()
         metrics = compute_metrics(cases, None, s, scored=f)
@@ -82,8 +81,8 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     worst: dict[str, list[dict[str, Any]]] = {}
     for vid, rows in picks.items():
         idx = [i for _, i in rows]
-        verdicts_shown = read_verdicts_at(run_dir, f["offset"].to_numpy()[idx])
-        cases_shown = read_cases_at(run_dir, cases["offset"].to_numpy()[f["case_row"].to_numpy()[idx]])
+        verdicts_shown = run.verdicts_at(f["offset"].to_numpy()[idx])
+        cases_shown = run.cases_at(f["case_row"].to_numpy()[idx])
         worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
     del f
     release_memory()  # before the dataset is read again

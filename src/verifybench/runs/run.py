@@ -20,16 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.metrics.summary import OVERALL
-from verifybench.rundir import (
-    MANIFEST,
-    METRICS,
-    REPORT,
-    RunDirError,
-    read_case_index,
-    read_json,
-    read_verdicts,
-)
+from verifybench.rundir import REPORT, RunDirError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -185,46 +178,47 @@ class Run:
 
     def __init__(self, run_dir: str | Path, result: RunResult | None = None):
         self.run_dir = Path(run_dir)
-        self.manifest: dict[str, Any] = read_json(self.run_dir / MANIFEST)  # a clear error if not a run
+        self.files = RunDir.open(self.run_dir)  # a clear error if not a run; the manifest read once
         self.result = result
 
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """manifest.json as a mapping (`files.manifest` is the typed record)."""
+        return self.files.doc
+
     def __repr__(self) -> str:
-        n = (self.manifest.get("dataset") or {}).get("total", "?")
-        ids = ", ".join(v["id"] for v in self.manifest.get("verifiers") or [])
+        m = self.files.manifest
+        n = "?" if m.dataset.total is None else m.dataset.total
+        ids = ", ".join(v.id for v in m.verifiers)
         return f"Run({str(self.run_dir)!r}: {self.suite!r}, {n} cases, verifiers {ids}, {self.status})"
 
     # --- what the directory says about itself -------------------------------------------------------------
 
     @property
     def suite(self) -> str:
-        return (self.manifest.get("suite") or {}).get("name", "")
+        return self.files.manifest.suite.name
 
     @property
     def status(self) -> str:
-        return self.manifest.get("status", "unknown")
+        return self.files.manifest.status
 
     @property
     def dataset_hash(self) -> str:
-        return (self.manifest.get("dataset") or {}).get("hash", "")
+        return self.files.manifest.dataset.hash
 
     @property
     def report_path(self) -> Path:
         return self.run_dir / REPORT
 
-    @cached_property
+    @property
     def metrics_json(self) -> dict[str, Any]:
         """metrics.json as written by the run."""
-        path = self.run_dir / METRICS
-        if not path.exists():
-            raise RunDirError(f"{path}: not found; the run has no metrics yet (status {self.status}). Finish it "
-                              f"with verifybench.report({str(self.run_dir)!r}) or `verifybench report {self.run_dir}`")
-        return read_json(path)
+        return self.files.stored_metrics()
 
     def reload(self) -> Run:
         """Forget the frames read so far; the next access reads the files again."""
-        self.manifest = read_json(self.run_dir / MANIFEST)
-        for name in ("metrics_json", "cases", "verdicts", "metrics", "threshold_table", "summary", "_settings",
-                     "_case_index"):
+        self.files = RunDir.open(self.run_dir)
+        for name in ("cases", "verdicts", "metrics", "threshold_table", "summary", "_settings", "_case_index"):
             self.__dict__.pop(name, None)
         return self
 
@@ -233,7 +227,7 @@ class Run:
     @property
     def n_cases(self) -> int:
         """Cases in the run, however many calls scored them."""
-        total = (self.manifest.get("dataset") or {}).get("total")
+        total = self.files.manifest.dataset.total
         return int(total) if total is not None else len(self._case_index)
 
     @property
@@ -244,12 +238,12 @@ class Run:
     @property
     def n_skipped_records(self) -> int:
         """Input records the run skipped as bad (`on_error: skip`), listed in errors.jsonl."""
-        return int((self.manifest.get("dataset") or {}).get("skipped_records") or 0)
+        return self.files.manifest.dataset.skipped_records
 
     @property
     def notes(self) -> list[str]:
         """What the run had to say (a stale lock taken over, ...): this call's, or the manifest's."""
-        return self.result.notes if self.result is not None else list(self.manifest.get("notes") or [])
+        return self.result.notes if self.result is not None else list(self.files.manifest.notes)
 
     # Before 0.2 these three meant this call's counts on a fresh run and the whole run's on a loaded one.
     @property
@@ -274,13 +268,11 @@ class Run:
 
     @cached_property
     def _settings(self) -> Settings:
-        from verifybench.evaluation.reading import settings_for
-
-        return settings_for(self.run_dir, self.manifest)
+        return self.files.settings()
 
     @cached_property
     def _case_index(self) -> list[dict[str, Any]]:
-        return read_case_index(self.run_dir)
+        return self.files.case_rows()
 
     def _frame(self, cases: list[dict], verdicts: list) -> pd.DataFrame:
         from verifybench.metrics import frame
@@ -331,7 +323,7 @@ class Run:
         import numpy as np
         import pandas as pd
 
-        f = self._frame(self._case_index, read_verdicts(self.run_dir)).rename(columns={"role": "split"})
+        f = self._frame(self._case_index, self.files.verdict_rows()).rename(columns={"role": "split"})
         m = self.metrics_json.get("verifiers") or {}
 
         def value(sm: dict | None) -> float:
