@@ -31,7 +31,7 @@ from verifybench.rundir import (
     read_verdicts,
     read_verdicts_at,
 )
-from verifybench.rundir.checks import require_one_verdict_each
+from verifybench.rundir.requirements import require_one_verdict_each
 
 POLICY = "policy.yaml"  # a policy applied to a run is kept beside its results
 

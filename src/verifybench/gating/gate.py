@@ -63,7 +63,7 @@ from verifybench.metrics.summary import fitted_thresholds
 from verifybench.metrics.thresholds import per_value
 from verifybench.phases import phase
 from verifybench.rundir import read_json, write_json
-from verifybench.rundir.checks import require_complete
+from verifybench.rundir.requirements import require_complete
 from verifybench.safeio import safe_name, write_text_atomic
 
 FORMAT = 2

@@ -36,7 +36,7 @@ from verifybench.verifiers import Verifier, get_verifier_class
 def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     """(Re)compute metrics.json and render report.html from stored results; no verifier runs.
 
-    The dataset is read once more, for the shortcut check's surface cues (cached in the run) and the
+    The dataset is read once more, for the shortcut test's surface cues (cached in the run) and the
     sources of the cases the report shows; if it cannot be read, the report says so and goes on. Holds
     the run directory's lock (refused while a run writes it). A run whose every verdict is written
     ("scored") becomes "complete" once metrics.json and report.html exist; a failed or interrupted run
@@ -94,7 +94,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
                                          case_ids=cases["id"])
     except VerifybenchError as e:
         cues, sources = None, {}
-        notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
+        notes.append(f"The dataset could not be read back ({e}); the shortcut test and the sources of the "
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)
