@@ -159,7 +159,7 @@ def test_the_gate_reads_the_run_once(small_run, tmp_path, monkeypatch, manifest_
     assert result.exit_code == 0
     assert manifest_reads["n"] == 1
     assert count.calls == {"evaluate": 1, "read_case_frame": 1, "read_verdict_frame": 1}
-    refit = [c for c in result.checks if c.metric == "f1"]
+    refit = [c for c in result.gated if c.metric == "f1"]
     assert refit and all(c.refit_threshold is not None for c in refit)
 
 

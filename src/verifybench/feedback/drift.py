@@ -116,6 +116,31 @@ class DriftResult:
         return jsonable({"exit_code": self.exit_code, "rows": self.rows, "unseen_doc_types": self.unseen,
                          "notes": self.notes})
 
+    def table(self) -> DriftTable:
+        """The rows as the CLI's table shows them: text cells, one row per check and slice."""
+        def cell(x: Any, d: int = 3) -> str:
+            return "-" if x is None else f"{x:.{d}f}"
+
+        rows: list[tuple[str, ...]] = [
+            (r["check"], r["slice"], f"{r['reference_cases']} / {r['production_cases']}",
+             f"{left_out(r, 'reference')} / {left_out(r, 'production')}", cell(r["reference_flag_rate"]),
+             cell(r["production_flag_rate"]), cell(r["flag_rate_change"]), cell(r["psi"]), cell(r["ks_statistic"]),
+             cell(r["ks_p_value"], 4), r["status"] + (f": {r['why']}" if r.get("why") else ""))
+            for r in self.rows]
+        return DriftTable(rows=rows, alarms=[r["status"] == "drift" for r in self.rows])
+
+
+@dataclass
+class DriftTable:
+    """A drift result as text: `COLUMNS`, one row per check and slice; `alarms[i]`: row i drifted."""
+
+    TITLE = "drift: production against the reference's test split, at the policy's thresholds"
+    COLUMNS = ("check", "slice", "cases ref / prod", "left out ref / prod", "flag rate ref", "prod", "change", "PSI",
+               "KS", "KS p", "result")
+
+    rows: list[tuple[str, ...]]
+    alarms: list[bool]
+
 
 def reference(path: str | Path) -> Reference:
     """A baseline file or a run directory, as the reference side."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,39 @@ METRICS = ("auroc", "auprc", "f1")
 OWN = "each at its own fitted threshold"
 HELD = "run A's threshold held for both (as the gate holds the baseline's)"
 REFIT = "each run at its own fitted threshold (refit)"
+
+
+class PairedDiff(TypedDict):
+    a: float | None
+    b: float | None
+    diff: float | None  # a - b
+    ci: list[float | None]  # 95% paired bootstrap interval of the difference
+    p_value: float | None
+
+
+class McNemar(TypedDict):
+    a_only_right: int
+    b_only_right: int
+    p_value: float
+
+
+class _ComparedKeys(TypedDict):
+    a: str
+    b: str
+    threshold_mode: str
+    cases: int
+    errors_a: int
+    errors_b: int
+    thresholds: list[float | None]
+    degenerate: list[str | None]  # each side's threshold, when it flags every calibration case or none
+
+
+class Compared(_ComparedKeys, total=False):
+    """One pair compared on the shared test-split cases, errors counted as wrong."""
+
+    metrics: dict[str, PairedDiff]
+    mcnemar: McNemar
+    warning: str
 
 
 def compare_pair(df_a: pd.DataFrame, df_b: pd.DataFrame, t_a: float | None, t_b: float | None,
@@ -79,15 +112,15 @@ class Comparison:
     mcnemar, degenerate, warning), and the same as a DataFrame (`frame`: one row per pair and metric).
     It iterates and indexes like the list of rows it holds."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[Compared] = field(default_factory=list)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Compared]:
         return iter(self.rows)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i: int) -> dict[str, Any]:
+    def __getitem__(self, i: int) -> Compared:
         return self.rows[i]
 
     @property
@@ -123,13 +156,13 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     def degenerate(metrics: dict, vid: str) -> str | None:
         return metrics["verifiers"][vid]["overall"]["threshold"].get("degenerate")
 
-    results = []
+    results: list[Compared] = []
     if run_b is None:
         for a, b in pairs(list(metrics_a["verifiers"]), verifiers):
             r = compare_pair(fa[fa["verifier"] == a], fa[fa["verifier"] == b], thr(metrics_a, a), thr(metrics_a, b),
                              n_boot=s.n_boot, seed=s.seed)
-            results.append({"a": a, "b": b, "threshold_mode": OWN, **r,
-                            "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]})
+            results.append(cast(Compared, {"a": a, "b": b, "threshold_mode": OWN, **r,
+                                           "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]}))
         return Comparison(results)
 
     rb = RunDir.open(run_b)
@@ -154,8 +187,9 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         t_a = thr(metrics_a, vid)
         t_b = thr(metrics_b, vid) if refit else t_a
         r = compare_pair(fa[fa["verifier"] == vid], fb[fb["verifier"] == vid], t_a, t_b, n_boot=s.n_boot, seed=s.seed)
-        results.append({"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})",
-                        "threshold_mode": REFIT if refit else HELD, **r,
-                        "degenerate": [degenerate(metrics_a, vid), degenerate(metrics_b if refit else metrics_a, vid)]})
+        results.append(cast(Compared, {"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})",
+                                       "threshold_mode": REFIT if refit else HELD, **r,
+                                       "degenerate": [degenerate(metrics_a, vid),
+                                                      degenerate(metrics_b if refit else metrics_a, vid)]}))
     return Comparison(results)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from verifybench.evaluation.run_dir import RunDir
 from verifybench.metrics.summary import OVERALL
@@ -147,23 +147,46 @@ def _labels(values: list[Any]) -> Any:
     return pd.array(values, dtype="boolean")
 
 
-def summary_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+class SummaryRow(TypedDict):
+    """One verifier over all cases: what `verifybench run` prints at its end (None: not measured)."""
+
+    verifier: str
+    cases: int | None
+    errors: int | None
+    auroc: float | None
+    auroc_ci_low: float | None
+    auroc_ci_high: float | None
+    threshold: float | None
+    threshold_source: str
+    threshold_degenerate: str | None
+    threshold_near_degenerate: str | None
+    threshold_warning: str | None
+    test_cases: int | None
+    test_precision: float | None
+    test_recall: float | None
+    test_f1: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    latency_basis: str | None
+
+
+def summary_rows(metrics: dict[str, Any]) -> list[SummaryRow]:
     """Per verifier, over all cases: what `verifybench run` prints at its end."""
     rows = []
     for vid, v in (metrics.get("verifiers") or {}).items():
         o = v.get("overall") or {}
         t, test, lat = o.get("threshold") or {}, o.get("test") or {}, o.get("latency_ms") or {}
         low, high = _ci(o.get("ci"), "auroc")
-        rows.append({
-            "verifier": vid, "cases": o.get("n"), "errors": o.get("errors"),
-            "auroc": o.get("auroc"), "auroc_ci_low": low, "auroc_ci_high": high,
-            "threshold": t.get("value"), "threshold_source": threshold_source(t),
-            "threshold_degenerate": t.get("degenerate"), "threshold_near_degenerate": t.get("near_degenerate"),
-            "threshold_warning": t.get("warning"),
-            "test_cases": test.get("n"),
-            "test_precision": test.get("precision"), "test_recall": test.get("recall"), "test_f1": test.get("f1"),
-            "p50_ms": lat.get("p50"), "p95_ms": lat.get("p95"), "latency_basis": lat.get("basis"),
-        })
+        rows.append(SummaryRow(
+            verifier=vid, cases=o.get("n"), errors=o.get("errors"),
+            auroc=o.get("auroc"), auroc_ci_low=low, auroc_ci_high=high,
+            threshold=t.get("value"), threshold_source=threshold_source(t),
+            threshold_degenerate=t.get("degenerate"), threshold_near_degenerate=t.get("near_degenerate"),
+            threshold_warning=t.get("warning"),
+            test_cases=test.get("n"),
+            test_precision=test.get("precision"), test_recall=test.get("recall"), test_f1=test.get("f1"),
+            p50_ms=lat.get("p50"), p95_ms=lat.get("p95"), latency_basis=lat.get("basis"),
+        ))
     return rows
 
 
@@ -378,6 +401,10 @@ class Run:
                              "target": t.get("target"), "warning": t.get("warning"),
                              **{k: t.get(k) for k in ("kind", "fallback_from", "degenerate") if k in t}})
         return pd.DataFrame(rows)
+
+    def summary_rows(self) -> list[SummaryRow]:
+        """`summary` as rows (what `verifybench run` prints at its end)."""
+        return summary_rows(self.metrics_json)
 
     @cached_property
     def summary(self) -> pd.DataFrame:
