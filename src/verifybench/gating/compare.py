@@ -146,8 +146,8 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     each run's own with `refit`. Each result says which (`threshold_mode`)."""
     ra = RunDir.open(run_a)
     s = ra.settings()
-    cases_a, _ = ra.tables(s)
     fa = ra.scored_frame(s)
+    cases_a = ra.cases(s)
     metrics_a = compute_metrics(cases_a, None, s, scored=fa)
 
     def thr(metrics: dict, vid: str) -> float | None:

@@ -65,8 +65,8 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         run = RunDir.open(run_dir)
         s = run.settings()
         manifest = run.doc
-        cases, _ = run.tables(s)
-        f = run.scored_frame(s)
+        f = run.scored_frame(s)  # reads and checks both tables; no name here keeps the verdict table
+        cases = run.cases(s)
         # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
         run.drop_verdicts()
         f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
