@@ -20,7 +20,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from verifybench import api
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.metrics.thresholds import parse_target
 
 TARGETS = ["f1", "balanced_accuracy", "f1_min_specificity=0.3", "f1_min_specificity=0.5"]
@@ -49,9 +49,10 @@ def measure(run: Path) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / run.name
         n = common_cases(run, work)
+        run_dir = RunDir.open(work)  # its tables read once, for every target
         for target in TARGETS:
-            _, m, _, _ = api.metrics_for(work, target=parse_target(target), policy=None, n_boot=20,
-                                         min_per_class=15 if n < 300 else None)
+            m = run_dir.metrics(run_dir.settings(target=parse_target(target), policy=None, n_boot=20,
+                                                 min_per_class=15 if n < 300 else None))
             for vid, v in m["verifiers"].items():
                 o, t = v["overall"], v["overall"].get("test") or {}
                 c = t.get("confusion") or {}

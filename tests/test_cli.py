@@ -10,8 +10,8 @@ from verifybench.cli import app
 runner = CliRunner()
 
 
-def test_list_names_loaders_and_verifiers():
-    out = runner.invoke(app, ["list"])
+def test_components_names_loaders_and_verifiers():
+    out = runner.invoke(app, ["components"])
     assert out.exit_code == 0
     for name in ("jsonl", "csv", "parquet", "hf", "halueval", "summedits", "bleu", "rouge"):
         assert name in out.stdout
@@ -183,7 +183,7 @@ def test_list_shows_entry_point_loaders(tmp_path, root):
     (dist / "entry_points.txt").write_text("[verifybench.loaders]\ntickets = helpers.loaders:tickets\n"
                                            "broken = helpers.nowhere:gone\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root / "tests"), str(tmp_path / "site")])}
-    out = subprocess.run([sys.executable, "-m", "verifybench.cli", "list"], capture_output=True, text=True, env=env,
+    out = subprocess.run([sys.executable, "-m", "verifybench.cli", "components"], capture_output=True, text=True, env=env,
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

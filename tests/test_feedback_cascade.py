@@ -150,11 +150,11 @@ def test_the_stack_is_fitted_on_calibration_cases_only(qa_run, monkeypatch, tmp_
     scrambling the test split's scores and labels leaves the fitted model and threshold as they were."""
     from sklearn.preprocessing import StandardScaler
 
-    from verifybench.feedback.runs import read_run
+    from verifybench.feedback.runs import RunTable
     from verifybench.feedback.stack import coefficients, fit_stack
     from verifybench.metrics.thresholds import parse_target
 
-    t = read_run(qa_run)
+    t = RunTable.open(qa_run)
     seen = []
     real_fit = StandardScaler.fit
 

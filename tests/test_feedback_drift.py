@@ -14,7 +14,7 @@ from helpers.loop_runs import make_qa_run, write_guard_log
 from verifybench import api
 from verifybench.cli import app
 from verifybench.feedback.drift import psi
-from verifybench.feedback.runs import read_run
+from verifybench.feedback.runs import RunTable
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def _drift(*args):
 
 def test_an_unchanged_sample_passes(qa_run, base, tmp_path):
     """Production = the calibration half of the same data (other cases, the same distribution)."""
-    t = read_run(qa_run)
+    t = RunTable.open(qa_run)
     log = write_guard_log(qa_run, tmp_path / "log", rows=np.flatnonzero(t.cal))
     summary = tmp_path / "drift.md"
     r = _drift(base, log, "--summary", summary)
@@ -55,7 +55,7 @@ def test_an_unchanged_sample_passes(qa_run, base, tmp_path):
 
 
 def test_a_planted_shift_and_a_new_doc_type_are_flagged(qa_run, base, tmp_path):
-    t = read_run(qa_run)
+    t = RunTable.open(qa_run)
     cal = np.flatnonzero(t.cal)
     new_doc = {int(i): "contract" for i in cal[:40]}  # 40 of 300 cases: 13% without a slice
     log = write_guard_log(qa_run, tmp_path / "log", rows=cal, shift={"rouge": 0.3}, doc_types=new_doc)
@@ -101,7 +101,7 @@ def test_drift_figures_are_logged_to_mlflow(qa_run, base, tmp_path, monkeypatch)
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.chdir(tmp_path)  # MLflow puts artifacts under the working directory
     uri = f"sqlite:///{tmp_path / 'store.db'}"
-    t = read_run(qa_run)
+    t = RunTable.open(qa_run)
     log = write_guard_log(qa_run, tmp_path / "log", rows=np.flatnonzero(t.cal), shift={"rouge": 0.3})
     result = api.drift(base, log, mlflow=uri)
     assert result.exit_code == 1
@@ -229,7 +229,7 @@ def test_another_configuration_or_suite_is_refused_naming_what_differs(qa_run, b
 
     import yaml
 
-    t = read_run(qa_run)
+    t = RunTable.open(qa_run)
     cal = np.flatnonzero(t.cal)
     # A run whose rouge has another configuration (its manifest says so): refused, both hashes named.
     prod = tmp_path / "prod"

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from verifybench.cli import app
 from verifybench.errors import VerifybenchError
-from verifybench.feedback.queue import estimate, label_queue, merge, write_csv
+from verifybench.feedback.queue import label_estimate, label_merge, label_queue, write_csv
 from verifybench.loaders import iter_cases
 from verifybench.loaders.labelqueue import FORMULA_START, neutralise, read_rows, record_path, restore
 from verifybench.suite import load_suite
@@ -125,7 +125,7 @@ def test_label_queue_writes_no_cell_a_spreadsheet_runs_and_its_suite_reads_the_t
         assert (c.response, c.question, c.doc_type) == (o["response"], o["question"], o["doc_type"])
         assert [s.text for s in c.sources] == o["sources"]
     assert "=cmd|'/C calc'!A0" in {c.id for c in cases}
-    e = estimate(out)
+    e = label_estimate(out)
     assert e["labeled"] == 40 and e["not_queued"] == []
     assert e["window_cases_represented"] == pytest.approx(40)
 
@@ -153,9 +153,9 @@ def test_label_merge_reads_a_bom_leaves_out_ids_in_no_queue_and_keeps_the_text(t
     assert all(m.data["response"] == originals[m.data["id"]]["response"] for m in merged)
     # The merged file has its own record: estimate and the next merge read it.
     assert record_path(tmp_path / "all.csv").exists()
-    assert estimate(tmp_path / "all.csv")["not_queued"] == []
+    assert label_estimate(tmp_path / "all.csv")["not_queued"] == []
     # The estimate leaves the forged row out of every figure, lists it, and exits 1.
-    e = estimate(week2)
+    e = label_estimate(week2)
     assert e["labeled"] == 20 and [x["id"] for x in e["not_queued"]] == ["forged-1"]
     assert e["window_cases_represented"] < 1000
     res = CliRunner().invoke(app, ["label-estimate", str(week2)])
@@ -179,13 +179,13 @@ def test_a_file_without_its_queue_record_needs_one_named(tmp_path):
     moved = tmp_path / "renamed.csv"
     q.rename(moved)
     with pytest.raises(VerifybenchError, match=r"renamed.csv: no queue record beside it \(renamed.queue.jsonl.*--queue"):
-        merge([moved], tmp_path / "m.csv")
-    r = merge([moved], tmp_path / "m.csv", queues=[record_path(q)])
+        label_merge([moved], tmp_path / "m.csv")
+    r = label_merge([moved], tmp_path / "m.csv", queues=[record_path(q)])
     assert r["rows"] == 10 and r["not_queued"] == []
     record_path(q).write_text('{"kind": "something else"}\n')
     with pytest.raises(VerifybenchError, match=r"q.queue.jsonl:1: a 'something else' file, not a "
                                                r"'verifybench.label-queue' file"):
-        merge([moved], tmp_path / "m.csv", queues=[record_path(q)])
+        label_merge([moved], tmp_path / "m.csv", queues=[record_path(q)])
 
 
 @settings(max_examples=100, deadline=None)

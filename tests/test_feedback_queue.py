@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import verifybench as vb
 from helpers.loop_runs import make_qa_run, write_guard_log
 from verifybench.cli import app
-from verifybench.feedback.queue import estimate, label_queue, merge
+from verifybench.feedback.queue import label_estimate, label_merge, label_queue
 from verifybench.feedback.window import from_log, read_log
 from verifybench.rundir import read_case_index
 
@@ -113,7 +113,7 @@ def test_labeled_queue_round_trips_through_its_suite_to_a_gate(qa_run, tmp_path)
     res = CliRunner().invoke(app, ["gate", str(again.run_dir), "--baseline", str(base)])
     assert res.exit_code == 0 and "gate passed" in res.output, res.output
     # The estimate reads the labeled file: the weighted rate is the window's, the unweighted the queue's.
-    e = estimate(out)
+    e = label_estimate(out)
     assert e["labeled"] == 235 and e["unlabeled_left_out"] == 5
     assert 0 < e["hallucination_rate"]["weighted"] < 1
     flag_rate = e["checks"]["rouge"]["flag_rate"]
@@ -151,4 +151,4 @@ def test_merge_keeps_one_row_per_id_and_reports_conflicts(qa_run, tmp_path):
     assert all(x["label"] == "" and "week1.csv: faithful" in x["conflict"] for x in conflicts.values())
     assert next(x for x in merged if x["id"] == rows[2]["id"])["label"] == "faithful"
     assert rows[0]["id"] in res.output
-    assert merge([first], tmp_path / "one.csv")["conflicts"] == []
+    assert label_merge([first], tmp_path / "one.csv")["conflicts"] == []

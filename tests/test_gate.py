@@ -111,9 +111,9 @@ def copy_run(src, dst):
 def test_pass_when_nothing_changed(tmp, again, baseline):
     result = api.gate(again, baseline, junit=tmp / "j.xml", summary=tmp / "s.md")
     assert result.exit_code == 0 and not result.failed
-    assert {(c.verifier, c.metric) for c in result.checks} == {("rouge", "f1"), ("rouge", "auroc"), ("judge", "f1"),
+    assert {(c.verifier, c.metric) for c in result.gated} == {("rouge", "f1"), ("rouge", "auroc"), ("judge", "f1"),
                                                                ("judge", "auroc")}
-    gated = [c for c in result.checks if c.status == "pass"]
+    gated = [c for c in result.gated if c.status == "pass"]
     assert gated and all(c.drop == 0 and c.baseline == c.current for c in gated)
     assert "passed" in (tmp / "s.md").read_text()
 
@@ -133,7 +133,7 @@ def test_real_regression_fails_naming_verifier_slice_and_metric(tmp, weak, basel
 def test_noise_level_drop_passes(tmp, suite, baseline):
     nudged = run(suite, tmp / "nudged", VB_WEAKEN="tiny")
     result = api.gate(nudged, baseline, max_drop=["auroc=0", "f1=0"])
-    drops = [c for c in result.checks if c.verifier == "judge" and c.drop and c.drop > 0]
+    drops = [c for c in result.gated if c.verifier == "judge" and c.drop and c.drop > 0]
     assert drops, "the nudge should lower something a little"
     assert not result.failed  # a drop above the allowance, but inside the noise
     assert all(c.ci[0] <= 0 for c in drops) and any("within noise" in c.message for c in drops)
@@ -159,12 +159,12 @@ def test_error_verdicts_in_the_run_leave_other_verifiers_untouched(timeouts, bas
     errors = [v for v in iter_jsonl(timeouts / "results.jsonl") if "error" in v]
     assert errors and {v["verifier"] for v in errors} == {"judge"}  # the judge timed out on a few cases
     result = api.gate(timeouts, baseline)
-    rouge = [c for c in result.checks if c.verifier == "rouge" and c.status == "pass"]
+    rouge = [c for c in result.gated if c.verifier == "rouge" and c.status == "pass"]
     assert rouge and all(c.drop == 0 and c.baseline == c.current for c in rouge)
     assert not [c for c in result.failed if c.verifier == "rouge"]
     # The judge's own checks count its timeouts as wrong, and nothing else changed.
     base_doc = json.loads(baseline.read_text())
-    judge = next(c for c in result.checks if c.verifier == "judge" and c.metric == "auroc")
+    judge = next(c for c in result.gated if c.verifier == "judge" and c.metric == "auroc")
     assert judge.baseline == pytest.approx(base_doc["verifiers"]["judge"]["slices"]["all"]["auroc"])
     assert judge.current < judge.baseline
 
@@ -277,7 +277,7 @@ def test_junit_is_valid_and_has_one_case_per_check(tmp, weak, baseline):
     result = api.gate(weak, baseline, slices="each", junit=tmp / "j.xml")
     suite_el = ET.parse(tmp / "j.xml").getroot().find("testsuite")
     cases = suite_el.findall("testcase")
-    assert len(cases) == len(result.checks) == int(suite_el.get("tests"))
+    assert len(cases) == len(result.gated) == int(suite_el.get("tests"))
     assert int(suite_el.get("failures")) == len(result.failed) == len([c for c in cases if c.find("failure") is not None])
     assert all(c.get("classname") and c.get("name") for c in cases)
     slices = {c.get("name").split(".")[0] for c in cases}
@@ -292,7 +292,7 @@ def test_gate_holds_the_baseline_threshold_and_shows_a_refit(tmp, weak, baseline
     own = json.loads((weak / "metrics.json").read_text())["verifiers"]["judge"]["overall"]["threshold"]["value"]
     assert own != held  # a refit on the weakened run would move the threshold
     result = api.gate(weak, baseline, summary=tmp / "held.md")
-    f1 = next(c for c in result.checks if (c.verifier, c.slice, c.metric) == ("judge", "all", "f1"))
+    f1 = next(c for c in result.gated if (c.verifier, c.slice, c.metric) == ("judge", "all", "f1"))
     assert f1.threshold == held and f1.refit_threshold == own
     # The held F1 is computed at the baseline's threshold, the refit one at the run's own.
     scores = {v["case_id"]: v.get("score") for v in iter_jsonl(weak / "results.jsonl") if v["verifier"] == "judge"}
@@ -310,13 +310,13 @@ def test_gate_and_compare_show_the_same_numbers_over_the_same_cases(base_run, we
     result = api.gate(weak, baseline, max_drop=["auroc=0.02", "auprc=0.02", "f1=0.02"])
     [judge] = [r for r in api.compare(base_run, weak) if r["a"].startswith("judge")]
     assert "held" in judge["threshold_mode"]
-    assert judge["cases"] == next(c.cases for c in result.checks if c.verifier == "judge") == 192
-    for c in (c for c in result.checks if c.verifier == "judge"):
+    assert judge["cases"] == next(c.cases for c in result.gated if c.verifier == "judge") == 192
+    for c in (c for c in result.gated if c.verifier == "judge"):
         m = judge["metrics"][c.metric]
         assert (m["a"], m["b"], m["diff"]) == pytest.approx((c.baseline, c.current, c.drop))
         assert m["ci"] == pytest.approx(list(c.ci))
     # The drop is baseline minus now, over the test split only (not AUROC over every case).
-    auroc = next(c for c in result.checks if (c.verifier, c.metric) == ("judge", "auroc"))
+    auroc = next(c for c in result.gated if (c.verifier, c.metric) == ("judge", "auroc"))
     assert auroc.baseline - auroc.current == pytest.approx(auroc.drop)
     refit = [r for r in api.compare(base_run, weak, refit=True) if r["a"].startswith("judge")][0]
     assert "refit" in refit["threshold_mode"] and refit["thresholds"][0] != refit["thresholds"][1]
@@ -330,9 +330,9 @@ def test_auroc_is_gated_for_slices_without_a_threshold(tmp, root):
     assert all(r["threshold"] is None and r["test_cases"] == 64 for k, r in doc["verifiers"]["judge"]["slices"].items()
                if k != "all")
     result = api.gate(second, path, slices="each")
-    auroc = [c for c in result.checks if c.metric == "auroc"]
+    auroc = [c for c in result.gated if c.metric == "auroc"]
     assert len(auroc) == 8 and all(c.status == "pass" and c.drop == 0 for c in auroc)
-    assert all(c.status == "skipped" and "no threshold" in c.message for c in result.checks if c.metric == "f1")
+    assert all(c.status == "skipped" and "no threshold" in c.message for c in result.gated if c.metric == "f1")
 
 
 # --- degenerate thresholds -------------------------------------------------------------------------------
@@ -341,7 +341,7 @@ def test_a_metric_that_exists_only_because_of_a_degenerate_threshold_is_not_gate
     rouge = json.loads(baseline.read_text())["verifiers"]["rouge"]["slices"]["all"]
     assert rouge["threshold_degenerate"] == "flags every calibration case"  # rouge ranks the demo set weakly
     result = api.gate(again, baseline)
-    f1 = next(c for c in result.checks if (c.verifier, c.metric) == ("rouge", "f1"))
+    f1 = next(c for c in result.gated if (c.verifier, c.metric) == ("rouge", "f1"))
     assert f1.status == "refused" and "flags every calibration case" in f1.message and "0.667" in f1.message
     assert result.exit_code == 0  # f1 was a default, not asked for: listed as not gated
     asked = api.gate(again, baseline, max_drop=["f1=0.02"], junit=tmp / "deg.xml")
@@ -400,10 +400,10 @@ verifiers:
     assert refused.exit_code == 2
     [r] = refused.refused
     assert (r.verifier, r.metric) == ("batchy", "p95_ms") and "batch average" in r.message
-    assert [c.status for c in refused.checks if c.verifier == "rouge" and c.metric == "p95_ms"] != ["refused"]
+    assert [c.status for c in refused.gated if c.verifier == "rouge" and c.metric == "p95_ms"] != ["refused"]
     allowed = api.gate(second, path, max_rise=["p95_ms=1000%"], allow_batch_latency=True)
     assert allowed.exit_code in (0, 1) and not allowed.refused
-    assert "gated as asked" in next(c for c in allowed.checks if c.verifier == "batchy" and c.metric == "p95_ms").message
+    assert "gated as asked" in next(c for c in allowed.gated if c.verifier == "batchy" and c.metric == "p95_ms").message
 
 
 # --- done when: a team's own 60 cases -------------------------------------------------------------------
@@ -454,6 +454,6 @@ metrics:
 
     path = api.baseline(first, out=tmp / "team/metrics/team.json")
     unchanged = api.gate(run(suite, tmp / "team-2"), path)
-    assert unchanged.exit_code == 0 and all(c.drop == 0 for c in unchanged.checks if c.status == "pass")
+    assert unchanged.exit_code == 0 and all(c.drop == 0 for c in unchanged.gated if c.status == "pass")
     worse = api.gate(run(suite, tmp / "team-weak", VB_WEAKEN="strong"), path)
     assert worse.exit_code == 1 and ("judge", "all", "auroc") in {(c.verifier, c.slice, c.metric) for c in worse.failed}

@@ -19,7 +19,7 @@ from helpers.loop_runs import make_qa_run, write_guard_log
 from verifybench import api
 from verifybench.cli import app
 from verifybench.errors import VerifybenchError
-from verifybench.feedback.runs import read_run
+from verifybench.feedback.runs import RunTable
 from verifybench.tracking.drift_record import KIND, read_record
 
 
@@ -35,7 +35,7 @@ def recorded(qa_run, tmp_path_factory):
     (an empty folder as production); then dated a day apart, the unchanged sample the newest."""
     work = tmp_path_factory.mktemp("drifthist")
     base = vb.baseline(qa_run, out=work / "baseline.json")
-    cal = np.flatnonzero(read_run(qa_run).cal)
+    cal = np.flatnonzero(RunTable.open(qa_run).cal)
     shifted = write_guard_log(qa_run, work / "shifted", rows=cal, shift={"rouge": 0.3},
                               doc_types={int(i): "contract" for i in cal[:40]}, torn=False)
     same = write_guard_log(qa_run, work / "same", rows=cal, torn=False)

@@ -122,7 +122,7 @@ def test_near_degenerate_is_marked_in_the_report_summary_and_baseline(tmp, data)
     doc = json.loads(api.baseline(run.run_dir, out=tmp / "f1.json").read_text())
     assert doc["verifiers"]["vendor"]["slices"]["all"]["threshold_near_degenerate"] == near
     result = api.gate(run.run_dir, tmp / "f1.json")
-    f1 = next(c for c in result.checks if c.verifier == "vendor" and c.metric == "f1")
+    f1 = next(c for c in result.gated if c.verifier == "vendor" and c.metric == "f1")
     assert "near-degenerate threshold" in f1.message
 
 
@@ -149,7 +149,7 @@ def test_null_policy_entries_are_not_gated_at_a_threshold(tmp, base):
     # The gate gates their AUROC and AUPRC, and only those.
     result = api.gate(base.run_dir, tmp / "null.json", max_drop=["f1=0.02", "auroc=0.02", "auprc=0.02"],
                       slices="each", min_cases=10)
-    by = {(c.verifier, c.slice, c.metric): c for c in result.checks}
+    by = {(c.verifier, c.slice, c.metric): c for c in result.gated}
     assert by[("vendor", "all", "f1")].status == "skipped" and "NOT GATED" in by[("vendor", "all", "f1")].message
     assert by[("vendor", "all", "auroc")].status == "pass" and by[("vendor", "all", "auprc")].status == "pass"
     assert by[("noise", "billing", "f1")].status == "skipped" and by[("noise", "all", "f1")].status == "pass"

@@ -217,7 +217,7 @@ def test_the_baseline_records_the_flicker_between_repeats(noisy_runs):
 def test_a_drop_inside_the_flicker_passes_and_one_beyond_it_fails(noisy_runs, tmp_path):
     little = api.gate(noisy_runs["little"], noisy_runs["baseline"], summary=tmp_path / "s.md")
     assert little.exit_code == 0
-    auroc = next(c for c in little.checks if c.metric == "auroc")
+    auroc = next(c for c in little.gated if c.metric == "auroc")
     # beyond the allowance and beyond case-sampling noise: without the flicker band it would fail
     assert auroc.drop > 0.02 and auroc.ci[0] > 0
     assert auroc.status == "pass" and "is within the repeats' flicker" in auroc.message

@@ -402,7 +402,7 @@ def test_a_failed_run_stays_failed_after_report(tmp_path):
     assert json.loads((tmp_path / "run/manifest.json").read_text())["status"] == "failed"
 
 
-# --- the shortcut-check cache -----------------------------------------------------------------------------
+# --- the shortcut-test cache -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cut", ["mid-line", "whole-lines", "garbage"])
 def test_a_truncated_cues_cache_is_rebuilt(tmp_path, cut):

@@ -39,7 +39,7 @@ def test_listed_with_the_builtin_verifiers():
 
     assert available()["scores"] == "verifybench.verifiers.scores:ScoresVerifier"
     assert available()["nli"] == "verifybench.verifiers.nli:NLIVerifier"
-    out = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"}).output
+    out = CliRunner().invoke(app, ["components"], env={"COLUMNS": "200"}).output
     assert "│ nli " in out and "any NLI / consistency model" in out
     assert "│ scores " in out and "precomputed scores from a case field" in out
 

@@ -180,8 +180,7 @@ def test_pairs_from_the_run_tables_equal_pairs_from_the_rows(tmp_path):
     """A run without gold spans measures pairs from the columns `finish` already holds; the row path
     (what a run with spans takes) must give the same section, cases without a group left out of both."""
     from verifybench.evaluation import spans_pairs as localization
-    from verifybench.evaluation.reading import settings_for
-    from verifybench.rundir import read_json
+    from verifybench.evaluation.run_dir import RunDir
 
     rows = [{k: v for k, v in r.items() if k != "bad"} for r in make_rows(60, seed=3)]
     rows += [{"id": f"solo-{i}", "response": SOURCE, "sources": [SOURCE], "label": i % 2} for i in range(12)]
@@ -194,7 +193,7 @@ def test_pairs_from_the_run_tables_equal_pairs_from_the_rows(tmp_path):
     from_tables = json.loads((run / "metrics.json").read_text())
     assert from_tables["pairs"]["groups"] == 60 and from_tables["pairs"]["cases_in_groups"] == 120
     from_rows = localization.add_metrics({"verifiers": {"rouge": {}, "novelty": {}}}, run,
-                                         settings_for(run, read_json(run / "manifest.json")))
+                                         RunDir.open(run).settings())
     assert from_rows["pairs"] == from_tables["pairs"]
     for vid in ("rouge", "novelty"):
         assert from_rows["verifiers"][vid]["pairs"] == from_tables["verifiers"][vid]["pairs"]

@@ -24,7 +24,7 @@ from verifybench.rundir import (
     read_verdicts,
     read_verdicts_at,
 )
-from verifybench.rundir.checks import require_complete, require_one_verdict_each
+from verifybench.rundir.requirements import require_complete, require_one_verdict_each
 from verifybench.suite import parse_suite
 from verifybench.tables import case_table, verdict_table
 

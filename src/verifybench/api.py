@@ -31,8 +31,30 @@ import warnings
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and editors
-    pass
+if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and editors (test_api_surface.py
+    # checks that this block and `_NAMES` agree)
+    from verifybench.cases import Case, Source, Verdict  # noqa: F401
+    from verifybench.errors import VerifybenchError  # noqa: F401
+    from verifybench.evaluation.reading import thresholds  # noqa: F401
+    from verifybench.feedback.cascade import cascade  # noqa: F401
+    from verifybench.feedback.drift import DriftRefused, DriftResult, drift  # noqa: F401
+    from verifybench.feedback.queue import label_estimate, label_merge, label_queue  # noqa: F401
+    from verifybench.gating.compare import Comparison, compare  # noqa: F401
+    from verifybench.gating.gate import GateRefused, GateResult, baseline, gate  # noqa: F401
+    from verifybench.guard import Guard  # noqa: F401
+    from verifybench.guard.service import serve  # noqa: F401
+    from verifybench.loaders.fields import FieldSpec  # noqa: F401
+    from verifybench.metrics.settings import OVERALL  # noqa: F401
+    from verifybench.pipeline.components import components  # noqa: F401
+    from verifybench.pipeline.describe import describe  # noqa: F401
+    from verifybench.pipeline.finish import report  # noqa: F401
+    from verifybench.runs.run import Run, load_run  # noqa: F401
+    from verifybench.runs.start import resume, run  # noqa: F401
+    from verifybench.tracking.history import history  # noqa: F401
+    from verifybench.tracking.mlflow_assessments import log_assessments  # noqa: F401
+    from verifybench.tracking.mlflow_store import check_mlflow, log  # noqa: F401
+    from verifybench.tracking.otel_events import export_run as export_events  # noqa: F401
+    from verifybench.verifiers import CaseVerifier, Verifier  # noqa: F401
 
 # name -> (module, attribute)
 _NAMES: dict[str, tuple[str, str]] = {
@@ -55,8 +77,8 @@ _NAMES: dict[str, tuple[str, str]] = {
     "history": ("verifybench.tracking.history", "history"),
     "cascade": ("verifybench.feedback.cascade", "cascade"),
     "label_queue": ("verifybench.feedback.queue", "label_queue"),
-    "label_merge": ("verifybench.feedback.queue", "merge"),
-    "label_estimate": ("verifybench.feedback.queue", "estimate"),
+    "label_merge": ("verifybench.feedback.queue", "label_merge"),
+    "label_estimate": ("verifybench.feedback.queue", "label_estimate"),
     "drift": ("verifybench.feedback.drift", "drift"),
     "DriftResult": ("verifybench.feedback.drift", "DriftResult"),
     "DriftRefused": ("verifybench.feedback.drift", "DriftRefused"),
@@ -68,6 +90,7 @@ _NAMES: dict[str, tuple[str, str]] = {
     "Source": ("verifybench.cases", "Source"),
     "Verdict": ("verifybench.cases", "Verdict"),
     "Verifier": ("verifybench.verifiers", "Verifier"),
+    "CaseVerifier": ("verifybench.verifiers", "CaseVerifier"),
     "FieldSpec": ("verifybench.loaders.fields", "FieldSpec"),
     "VerifybenchError": ("verifybench.errors", "VerifybenchError"),
     "OVERALL": ("verifybench.metrics.settings", "OVERALL"),

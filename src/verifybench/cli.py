@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console, ConsoleDimensions
@@ -17,6 +17,11 @@ from verifybench import api
 from verifybench.errors import VerifybenchError
 from verifybench.executors.threads import set_threads
 from verifybench.metrics.settings import GATE_MIN_CASES
+
+if TYPE_CHECKING:  # the types of api's results, for the checker only
+    from verifybench.feedback.queue import NotQueued
+    from verifybench.gating.compare import PairedDiff
+    from verifybench.pipeline.describe import SliceNeeds
 
 DEFAULT_SUITE = Path("evals/demo.yaml")  # what `verifybench run` and `describe` read with no suite named
 
@@ -127,7 +132,7 @@ def run(
 ) -> None:
     """Run a suite: every verifier over every case; writes results, metrics.json and report.html."""
     try:
-        where = {"executor": executor, "address": address, "pools": _pools(ray_pool)}
+        pools = _pools(ray_pool)
         if executor == "local":  # Ray's actors keep Ray's rule: an actor's threads are the CPUs it reserves
             set_threads(threads)
         elif threads is not None:
@@ -135,10 +140,11 @@ def run(
         if resume is not None:
             if suite is not None or limit is not None or policy is not None:
                 raise VerifybenchError("--resume takes the suite, limit and policy from the run; give none of them")
-            result = api.resume(resume, data_dir=data_dir, progress=not quiet, **where)
+            result = api.resume(resume, data_dir=data_dir, progress=not quiet, executor=executor, address=address,
+                                pools=pools)
         else:
-            result = api.run(suite or DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir,
-                             progress=not quiet, policy=policy, **where)
+            result = api.run(suite or DEFAULT_SUITE, out=out, limit=limit, data_dir=data_dir, progress=not quiet,
+                             policy=policy, executor=executor, address=address, pools=pools)
     except VerifybenchError as e:
         _fail(e)
     for note in result.notes:
@@ -163,10 +169,8 @@ def _print_summary(run: api.Run) -> None:
     the threshold and where it came from, the test split's precision / recall / F1 at it, latency,
     errors. Each number's column names its split. Data values (ids, sources) are shown as text, never
     read as markup."""
-    from verifybench.runs.run import summary_rows
-
     try:
-        rows = summary_rows(run.metrics_json)
+        rows = run.summary_rows()
     except VerifybenchError as e:
         _note(f"no summary: {e}")
         return
@@ -271,10 +275,10 @@ def describe(
         console.print(table)
     else:
         console.print(Text(f"labels: set by the {counts.get('loader', 'dataset')} loader from its own fields"))
-    _print_needs(counts.get("slices") or {})
+    _print_needs(counts["slices"])
 
 
-def _print_needs(sl: dict) -> None:
+def _print_needs(sl: SliceNeeds) -> None:
     if not sl.get("rows"):
         return
     table = Table(sl["by"], "labeled h / f", "calib. h / f", "test h / f", "threshold", "gate",
@@ -358,12 +362,10 @@ def thresholds(
         print(out)
 
 
-def _diff(d: dict | None) -> tuple[str, ...]:
-    if not d:
-        return "-", "-", "-", "-", ""
+def _diff(d: PairedDiff) -> tuple[str, ...]:
     p = "<0.001" if d["p_value"] == 0 else _f(d["p_value"], 3)  # 0 of 1,000 resamples crossed zero
-    ci = d.get("ci") or [None, None]
-    return (_f(d.get("a")), _f(d.get("b")), f"{d['diff']:+.3f}" if d.get("diff") is not None else "-",
+    ci = d["ci"] or [None, None]
+    return (_f(d["a"]), _f(d["b"]), f"{d['diff']:+.3f}" if d["diff"] is not None else "-",
             f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if None not in ci else "-", p)
 
 
@@ -444,22 +446,14 @@ def gate(
                           allow_batch_latency=allow_batch_latency)
     except VerifybenchError as e:
         _fail(e)
-    from verifybench.gating.gate import refit_text, split_of, status_text
-
-    cases = max((c.cases for c in result.checks), default=0)
-    table = Table("verifier", "slice", "metric", "split", "baseline", "now", "drop", "95% CI of drop", "allowed",
-                  "result", "refit (now @ thr.)",
-                  title=f"gate: the same test-split cases on both sides ({cases} for the whole set; errors count as wrong); "
-                        "thresholds held at the baseline's")
-    for c in result.checks:
-        shown = status_text(c)
-        table.add_row(c.verifier, c.slice, c.metric, split_of(c), _f(c.baseline), _f(c.current), _f(c.drop),
-                      f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-", f"{c.allowed:g}",
-                      f"[red]{shown}[/]" if c.status in ("fail",) or c in result.refused else shown, refit_text(c))
+    shown = result.table()
+    table = Table(*shown.COLUMNS, title=shown.title)
+    for (*cells, status, refit), alarm in zip(shown.rows, shown.alarms):
+        table.add_row(*cells, f"[red]{status}[/]" if alarm else status, refit)
     console.print(table)
     for n in result.notes:
         console.print(f"note: {n}", highlight=False)
-    for c in result.checks:
+    for c in result.gated:
         if c.status in ("refused", "skipped"):
             console.print(f"{c.status}: {c.name}: {c.message}", highlight=False, markup=False)
     for c in result.failed:
@@ -565,8 +559,8 @@ def serve(
         _fail(e)
 
 
-@app.command(name="list")
-def list_components() -> None:
+@app.command(name="components")
+def components() -> None:
     """List the loaders and verifiers this installation has."""
     comps = api.components()
     for kind in ("loaders", "verifiers"):
@@ -574,6 +568,13 @@ def list_components() -> None:
         for name, desc in comps[kind].items():
             table.add_row(Text(name), Text(desc))  # a plugin's text is not markup
         console.print(table)
+
+
+@app.command(name="list", hidden=True)
+def list_components() -> None:
+    """Deprecated name of `components` (the Python call's name); kept for one release."""
+    _note("`verifybench list` is deprecated; use `verifybench components`")
+    components()
 
 
 @app.command(name="cascade")
@@ -608,12 +609,13 @@ def cascade_cmd(
                   "Pareto", title=f"test split ({result['test_cases']} cases; errors count as wrong); fitted on "
                                   f"{result['calibration_cases']} calibration cases, {result['target']}")
     for c in result["candidates"]:
-        t, lat = c["test"], c["test"].get("latency_ms") or {}
+        t, lat = c["test"], c["test"]["latency_ms"]
         ci = (t.get("ci") or {}).get("f1") or [None, None]
-        table.add_row(Text(c["name"] + (" (best)" if c["name"] == result.get("best") else "")), _f(t.get("precision")),
-                      _f(t.get("recall")), f"{_f(t.get('f1'))} [{_f(ci[0])}, {_f(ci[1])}]", _ms(lat.get("mean")),
-                      _ms(lat.get("p95")), "-" if t.get("deferred_share") is None else f"{t['deferred_share']:.0%}",
-                      "-" if t.get("cost_per_1k") is None else f"{t['cost_per_1k']:.4g}", "yes" if c.get("pareto") else "")
+        deferred = t.get("deferred_share")
+        table.add_row(Text(c["name"] + (" (best)" if c["name"] == result.get("best") else "")), _f(t["precision"]),
+                      _f(t["recall"]), f"{_f(t['f1'])} [{_f(ci[0])}, {_f(ci[1])}]", _ms(lat["mean"] if lat else None),
+                      _ms(lat["p95"] if lat else None), "-" if deferred is None else f"{deferred:.0%}",
+                      "-" if t["cost_per_1k"] is None else f"{t['cost_per_1k']:.4g}", "yes" if c.get("pareto") else "")
     (console if console.is_terminal else Console(width=max(console.width, 140))).print(table)
     for c in result["candidates"]:
         if c["kind"] == "cascade":
@@ -705,7 +707,7 @@ def label_merge(
         raise typer.Exit(1)
 
 
-def _not_queued(rows: list[dict[str, str]], shown: int = 50) -> None:
+def _not_queued(rows: list[NotQueued], shown: int = 50) -> None:
     for r in rows[:shown]:
         err.print(Text(f"not queued: {r['where']}: id {r['id']!r} is in no queue record: left out"), highlight=False,
                   soft_wrap=True)
@@ -732,7 +734,7 @@ def label_estimate(
                   title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")
     table.add_row("hallucination rate", _f(r["hallucination_rate"]["weighted"]), _f(r["hallucination_rate"]["unweighted"]))
     for v, m in r["checks"].items():
-        for k, d in m.items():
+        for k, d in (("flag_rate", m["flag_rate"]), ("precision", m["precision"]), ("recall", m["recall"])):
             table.add_row(Text(f"{v} {k}"), _f(d["weighted"]), _f(d["unweighted"]))
     console.print(table)
     if r["not_queued"]:
@@ -773,18 +775,10 @@ def drift_cmd(
     if as_json:
         print(json.dumps({**result.as_dict(), **({"record": str(result.record)} if result.record else {})}))
         raise typer.Exit(result.exit_code)
-    from verifybench.feedback.drift import left_out
-
-    table = Table("check", "slice", "cases ref / prod", "left out ref / prod", "flag rate ref", "prod", "change", "PSI",
-                  "KS", "KS p", "result",
-                  title="drift: production against the reference's test split, at the policy's thresholds")
-    for r in result.rows:
-        shown = r["status"] + (f": {r['why']}" if r.get("why") else "")
-        table.add_row(Text(r["check"]), Text(r["slice"]), f"{r['reference_cases']} / {r['production_cases']}",
-                      f"{left_out(r, 'reference')} / {left_out(r, 'production')}",
-                      _f(r["reference_flag_rate"]), _f(r["production_flag_rate"]), _f(r["flag_rate_change"]),
-                      _f(r["psi"]), _f(r["ks_statistic"]), _f(r["ks_p_value"], 4),
-                      Text(shown, style="red" if r["status"] == "drift" else ""))
+    shown = result.table()
+    table = Table(*shown.COLUMNS, title=shown.TITLE)
+    for (check, slice_, *cells, status), alarm in zip(shown.rows, shown.alarms):
+        table.add_row(Text(check), Text(slice_), *cells, Text(status, style="red" if alarm else ""))
     (console if console.is_terminal else Console(width=max(console.width, 140))).print(table)
     u = result.unseen
     console.print(Text(f"doc types without a slice: {', '.join(u['doc_types']) or 'none'} ({u['share']:.1%} of "

@@ -24,19 +24,141 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.saved_points import SAVED
-from verifybench.feedback.runs import RunTable, read_run
+from verifybench.feedback.runs import RunTable
 from verifybench.formats.guardfile import GuardSpec
 from verifybench.metrics.bootstrap import counts_intervals
 from verifybench.metrics.curves import rates
 from verifybench.metrics.operating import pareto_front
 from verifybench.metrics.summary import jsonable
 from verifybench.metrics.thresholds import Target, parse_target
+
+
+class Confusion(TypedDict):
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+
+
+class CaseLatency(TypedDict):
+    mean: float
+    p95: float
+    cases: int  # with a latency
+    left_out: int  # without one
+
+
+class _MeasuredKeys(TypedDict):
+    n: int
+    errors: int
+    precision: float | None
+    recall: float | None
+    specificity: float | None
+    f1: float | None
+    accuracy: float | None
+    balanced_accuracy: float | None
+    confusion: Confusion
+    latency_ms: CaseLatency | None
+    cost_per_1k: float | None
+
+
+class Measured(_MeasuredKeys, total=False):
+    """A combination's decisions on the test split, errors counted as wrong (None: undefined)."""
+
+    ci: dict[str, list[float | None]]  # 95% bootstrap intervals
+    deferred_share: float | None  # a cascade: the share the expensive check decided
+
+
+class Region(TypedDict):
+    """A cascade's confident region of the cheap check's score (None: no such region)."""
+
+    allow_at_or_below: float | None
+    flag_at_or_above: float | None
+
+
+class CascadeFit(TypedDict):
+    """A cascade's region as fitted on the calibration split."""
+
+    quality: float | None
+    expensive_alone_quality: float | None
+    target: str
+    max_loss: float
+    mean_latency_ms: float | None
+    deferred_share: float | None
+    grid_points: int
+
+
+class PairedDiff(TypedDict):
+    a: float | None
+    b: float | None
+    diff: float | None
+    ci: list[float | None]
+    p_value: float | None
+
+
+class PairedMember(TypedDict):
+    """The stack against one member on the test split (paired bootstrap)."""
+
+    a: str
+    b: str
+    cases: int
+    metrics: dict[str, PairedDiff]
+
+
+class StackModel(TypedDict):
+    """p = sigmoid(intercept + sum score[v] * s_v (+ missing[v] where v has no score)), a missing score
+    imputed as impute_median[v]."""
+
+    intercept: float
+    score: dict[str, float]
+    missing: dict[str, float]
+    impute_median: dict[str, float]
+
+
+class _CandidateKeys(TypedDict):
+    name: str
+    kind: str
+    checks: list[str]
+    thresholds: dict[str, float]
+    test: Measured
+    pareto: bool  # on the test split's front of F1, p95 latency and cost
+
+
+class Candidate(_CandidateKeys, total=False):
+    """One combination measured: a check alone (single), any / all of them, a cascade, or a stack."""
+
+    threshold_source: str  # single
+    region: Region  # cascade
+    fit: CascadeFit  # cascade
+    model: str  # stack
+    coefficients: StackModel  # stack
+    fitted_on_cases: int  # stack
+    paired: list[PairedMember]  # stack
+
+
+class _CascadeReportKeys(TypedDict):
+    run: str
+    target: str
+    target_spec: str  # the target as --target spells it
+    split_from: str
+    calibration_cases: int
+    test_cases: int
+    errors_count_as_wrong: bool
+    candidates: list[Candidate]
+
+
+class CascadeReport(_CascadeReportKeys, total=False):
+    """What `cascade` measured (`verifybench cascade`; `--json` prints it)."""
+
+    best: str  # the cascade the calibration-split rule keeps
+    guard_file: str  # written with --out
+    report: str  # re-rendered with --save
+
 
 GRID = 200  # quantile levels of the cheap check's calibration scores tried as bounds
 MAX_LOSS = 0.01
@@ -242,7 +364,7 @@ def cascades(run_dir: str | Path | RunTable, checks: list[str], target: str | Ta
     `best` is the cascade kept by the calibration-split rule
     (see the module's doc) with the highest calibration quality; no test figure chooses anything."""
     t = run_dir if isinstance(run_dir, RunTable) else \
-        read_run(run_dir, **({"min_per_class": min_per_class} if min_per_class is not None else {}))
+        RunTable.open(run_dir, **({"min_per_class": min_per_class} if min_per_class is not None else {}))
     if len(checks) < 1 or len(set(checks)) != len(checks):
         raise VerifybenchError(f"--checks: name distinct verifiers of the run (its verifiers: {', '.join(t.checks)})")
     tgt = parse_target(target) if target is not None else t.settings.target
@@ -374,7 +496,7 @@ def save_result(run_dir: str | Path, result: dict[str, Any]) -> Path:
 
 def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, out: str | Path | None = None,
             max_loss: float | None = None, pick: str | None = None, stack: bool = False,
-            min_per_class: int | None = None, save: bool = False) -> dict[str, Any]:
+            min_per_class: int | None = None, save: bool = False) -> CascadeReport:
     """Each of `checks` alone, `any` / `all` of them, and a cascade per pair (the faster check decides where
     it is confident), from a run's verdicts without re-scoring: fitted on the calibration split, measured
     on the test split (`verifybench cascade`). With `out`, the best cascade (or `pick`, a candidate's
@@ -393,4 +515,4 @@ def cascade(run_dir: str | Path, checks: list[str], target: str | None = None, o
         with hold(Path(run_dir)):
             save_result(run_dir, result)
             result["report"] = str(report(run_dir))
-    return result
+    return cast(CascadeReport, result)  # `cascades` builds these keys (test_api_surface validates a real one)

@@ -37,12 +37,12 @@ import numpy as np
 import yaml
 
 from verifybench.errors import VerifybenchError
-from verifybench.feedback.runs import read_run
+from verifybench.feedback.runs import RunTable
 from verifybench.feedback.window import Window, open_source
 from verifybench.formats import Baseline, FormatError
 from verifybench.metrics.settings import OVERALL
 from verifybench.metrics.summary import jsonable
-from verifybench.rundir import MANIFEST, METRICS, read_metrics
+from verifybench.rundir import MANIFEST
 from verifybench.tracking.drift_record import record, write_record
 
 MAX_PSI = 0.2
@@ -117,6 +117,31 @@ class DriftResult:
         return jsonable({"exit_code": self.exit_code, "rows": self.rows, "unseen_doc_types": self.unseen,
                          "notes": self.notes})
 
+    def table(self) -> DriftTable:
+        """The rows as the CLI's table shows them: text cells, one row per check and slice."""
+        def cell(x: Any, d: int = 3) -> str:
+            return "-" if x is None else f"{x:.{d}f}"
+
+        rows: list[tuple[str, ...]] = [
+            (r["check"], r["slice"], f"{r['reference_cases']} / {r['production_cases']}",
+             f"{left_out(r, 'reference')} / {left_out(r, 'production')}", cell(r["reference_flag_rate"]),
+             cell(r["production_flag_rate"]), cell(r["flag_rate_change"]), cell(r["psi"]), cell(r["ks_statistic"]),
+             cell(r["ks_p_value"], 4), r["status"] + (f": {r['why']}" if r.get("why") else ""))
+            for r in self.rows]
+        return DriftTable(rows=rows, alarms=[r["status"] == "drift" for r in self.rows])
+
+
+@dataclass
+class DriftTable:
+    """A drift result as text: `COLUMNS`, one row per check and slice; `alarms[i]`: row i drifted."""
+
+    TITLE = "drift: production against the reference's test split, at the policy's thresholds"
+    COLUMNS = ("check", "slice", "cases ref / prod", "left out ref / prod", "flag rate ref", "prod", "change", "PSI",
+               "KS", "KS p", "result")
+
+    rows: list[tuple[str, ...]]
+    alarms: list[bool]
+
 
 def reference(path: str | Path) -> Reference:
     """A baseline file or a run directory, as the reference side."""
@@ -124,12 +149,12 @@ def reference(path: str | Path) -> Reference:
     if p.is_dir():
         if not (p / MANIFEST).exists():
             raise DriftRefused(f"{p}: not a run directory (no {MANIFEST})")
-        t = read_run(p)
+        t = RunTable.open(p)
         sel = t.test
         if not sel.any():
             raise DriftRefused(f"{p}: the run has no test split to compare with")
         doc = np.asarray(t.doc_types, dtype=object)[t.doc_type[sel]]
-        fitted = read_metrics(p).verifiers if (p / METRICS).exists() else {}
+        fitted = t.run.metrics_model().verifiers if t.run.has_metrics() else {}
         slices: dict[str, dict[str, float]] = {}
         for vid in t.checks:
             m = fitted.get(vid)
@@ -142,8 +167,8 @@ def reference(path: str | Path) -> Reference:
                 per[OVERALL] = whole
             slices[vid] = per
         return Reference(source=str(p), scores={v: c.score[sel] for v, c in t.checks.items()}, doc_type=doc,
-                         thresholds=slices, by=t.settings.by, suite=t.manifest["suite"].get("name"),
-                         dataset_hash=(t.manifest.get("dataset") or {}).get("hash"),
+                         thresholds=slices, by=t.settings.by, suite=t.manifest.suite.name,
+                         dataset_hash=t.manifest.dataset.hash,
                          configs={v: c.config_hash for v, c in t.checks.items()})
     try:
         base = Baseline.read(p)

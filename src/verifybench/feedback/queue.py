@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import yaml
@@ -237,7 +237,7 @@ def iter_labeled(path: str | Path) -> Iterator[tuple[Location, dict[str, str], b
         raise VerifybenchError(str(e)) from None
 
 
-def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str]], legacy: bool = False
+def read_labeled(path: str | Path, known: set[str], left_out: list[NotQueued], legacy: bool = False
                  ) -> list[dict[str, str]]:
     """A labeled queue's rows whose id some queue record names (every row of a `legacy` file); the others
     appended to `left_out` (id and place), never used."""
@@ -246,7 +246,7 @@ def read_labeled(path: str | Path, known: set[str], left_out: list[dict[str, str
         if legacy or r["id"] in known:
             rows.append(r)
         else:
-            left_out.append({"id": r["id"], "where": str(where)})
+            left_out.append(NotQueued(id=r["id"], where=str(where)))
     return rows
 
 
@@ -292,7 +292,7 @@ def _suite_verifiers(w: Window, verifiers_from: str | Path | None) -> list[Any]:
                 raise VerifybenchError(f"--verifiers-from {p}: not a suite file (no 'verifiers:' list)")
             return doc["verifiers"]
     elif w.run is not None:
-        manifest = w.run.manifest
+        manifest = w.run.run.doc
     if manifest is not None:
         out = []
         for v in manifest["verifiers"]:
@@ -313,14 +313,101 @@ def _suite_verifiers(w: Window, verifiers_from: str | Path | None) -> list[Any]:
     return list(w.scores)
 
 
+class ClassCounts(TypedDict):
+    hallucinated: int
+    faithful: int
+
+
+class DocTypeNeeds(TypedDict):
+    """A doc type's labeled cases on the calibration side, what a threshold of its own still needs, and
+    what this queue adds (flagged: the guard's decision, the likely class)."""
+
+    calibration_labeled: ClassCounts
+    more_hallucinated: int
+    more_faithful: int
+    queued: int
+    queued_flagged: int
+
+
+class NotQueued(TypedDict):
+    """A labeled row whose id no queue record names (left out), and where it is (file:line)."""
+
+    id: str
+    where: str
+
+
+class QueueReport(TypedDict):
+    """What `label_queue` wrote and picked (`verifybench label-queue`)."""
+
+    csv: str
+    suite: str
+    queue: str
+    source: str
+    kind: str
+    window_cases: int
+    already_labeled: int
+    pool: int
+    budget: int
+    strategy: str
+    seed: int
+    random_share: float
+    parts: dict[str, int]
+    strata: dict[str, int]
+    needs: dict[str, DocTypeNeeds]
+    skipped_log_lines: list[str]
+    not_queued: list[NotQueued]
+    notes: list[str]  # a label queue of an older verifybench, read without its record
+
+
+class Conflict(TypedDict):
+    id: str
+    labels: str  # each file's label, "a.csv: hallucinated; b.csv: faithful"
+
+
+class MergeReport(TypedDict):
+    """What `label_merge` wrote (`verifybench label-merge`)."""
+
+    csv: str
+    queue: str
+    rows: int
+    labeled: int
+    conflicts: list[Conflict]
+    not_queued: list[NotQueued]
+    notes: list[str]
+
+
+class Both(TypedDict):
+    weighted: float | None  # by 1 / inclusion probability: an estimate for the whole window
+    unweighted: float | None  # over the queue itself
+
+
+class CheckEstimate(TypedDict):
+    flag_rate: Both
+    precision: Both
+    recall: Both
+
+
+class Estimates(TypedDict):
+    """What `label_estimate` measured from a labeled queue (`verifybench label-estimate`)."""
+
+    rows: int
+    labeled: int
+    unlabeled_left_out: int
+    window_cases_represented: float
+    hallucination_rate: Both
+    checks: dict[str, CheckEstimate]
+    not_queued: list[NotQueued]
+    notes: list[str]
+
+
 def _jsonable_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str = "uncertain", seed: int = 0,
-                random_share: float = 0.2, labeled: list[str | Path] | None = None,
+                random_share: float = 0.2, labeled: Sequence[str | Path] | None = None,
                 min_per_class: int = 30, verifiers_from: str | Path | None = None,
-                queues: list[str | Path] | None = None) -> dict[str, Any]:
+                queues: Sequence[str | Path] | None = None) -> QueueReport:
     """Write `out` (a CSV of `budget` distinct cases to label), its queue record and a suite file beside
     it; return a report: the picks by part and stratum, per doc type what the labeled set holds and still
     needs, torn log lines skipped, and the rows of `labeled` files whose id no queue record names (left
@@ -328,7 +415,7 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
     w = open_source(source)
     out = Path(out)
     done: dict[str, bool | None] = {}
-    left_out: list[dict[str, str]] = []
+    left_out: list[NotQueued] = []
     records, legacy = records_for(labeled or [], queues) if labeled else ([], set())
     known = known_ids(records)
     for path in labeled or []:
@@ -369,12 +456,12 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
     suite_path = write_suite(out, _suite_verifiers(w, verifiers_from), min_per_class)
     needs = slice_needs(w, rows, done, min_per_class)
     parts = {p: int((sel["part"] == p).sum()) for p in dict.fromkeys(sel["part"].tolist())}
-    return {"csv": str(out), "suite": str(suite_path), "queue": str(record), "source": w.source, "kind": w.kind,
-            "window_cases": len(w), "already_labeled": len(done), "pool": int(len(pool)), "budget": budget,
-            "strategy": strategy, "seed": seed, "random_share": random_share, "parts": parts,
-            "strata": {s: int((sel["stratum"] == s).sum()) for s in dict.fromkeys(sel["stratum"].tolist())},
-            "needs": needs, "skipped_log_lines": w.skipped, "not_queued": left_out,
-            "notes": [legacy_note(p) for p in sorted(legacy)]}
+    return QueueReport(csv=str(out), suite=str(suite_path), queue=str(record), source=w.source, kind=w.kind,
+                       window_cases=len(w), already_labeled=len(done), pool=int(len(pool)), budget=budget,
+                       strategy=strategy, seed=seed, random_share=random_share, parts=parts,
+                       strata={s: int((sel["stratum"] == s).sum()) for s in dict.fromkeys(sel["stratum"].tolist())},
+                       needs=needs, skipped_log_lines=w.skipped, not_queued=left_out,
+                       notes=[legacy_note(p) for p in sorted(legacy)])
 
 
 def _now() -> str:
@@ -398,23 +485,24 @@ def write_csv(path: Path, header: list[str], rows: Iterator[dict[str, Any]]) -> 
     replace_atomically(tmp, path)
 
 
-def slice_needs(w: Window, rows: np.ndarray, done: dict[str, bool | None], min_per_class: int) -> dict[str, Any]:
+def slice_needs(w: Window, rows: np.ndarray, done: dict[str, bool | None], min_per_class: int
+                ) -> dict[str, DocTypeNeeds]:
     """Per doc type: labeled cases of each class already held on the calibration side (ids hashed as the
     CSV's split column), how many more of each a threshold of its own needs (a new case lands on the
     calibration side with probability 1/2, as `describe` counts it), and what this queue adds, by the
     guard's decision (flagged or not: the likely class, before a reviewer says)."""
     doc_of = dict(zip(w.ids.tolist(), w.doc_type.tolist()))
-    out: dict[str, Any] = {}
+    out: dict[str, ClassCounts] = {}
     for cid, lab in done.items():
         d = doc_of.get(cid)
         if d is None or lab is None or id_split(cid) != "calibration":
             continue
         e = out.setdefault(d, {"hallucinated": 0, "faithful": 0})
         e["hallucinated" if lab else "faithful"] += 1
-    res: dict[str, Any] = {}
+    res: dict[str, DocTypeNeeds] = {}
     flagged = np.isin(w.action, ["flagged", "flag", "blocked", "block", "rewritten", "strip", "escalate", "escalated"])
     for d in sorted(set(w.doc_type.tolist())):
-        have = out.get(d, {"hallucinated": 0, "faithful": 0})
+        have = out.get(d, ClassCounts(hallucinated=0, faithful=0))
         sel = rows[w.doc_type[rows] == d]
         res[d] = {"calibration_labeled": have,
                   "more_hallucinated": math.ceil(max(0, min_per_class - have["hallucinated"]) / SHARE_CALIBRATION),
@@ -450,7 +538,7 @@ def write_suite(csv_path: Path, verifiers: list[Any], min_per_class: int = 30) -
     return path
 
 
-def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | None = None) -> dict[str, Any]:
+def label_merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[str | Path] | None = None) -> MergeReport:
     """Merge labeled queues (newest first) into one CSV with one row per case id, and its queue record. A
     case labeled in several files with different labels keeps an empty label and a `conflict` cell naming
     each file's label: reported, never resolved silently. An empty label never overrides a filled one. A
@@ -467,7 +555,7 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
     out = Path(out)
     records, legacy = records_for(paths, queues)
     header: list[str] = []
-    not_queued: list[dict[str, str]] = []
+    not_queued: list[NotQueued] = []
     with tempfile.TemporaryDirectory(prefix="verifybench-merge-") as tmp:
         db = sqlite3.connect(Path(tmp) / "index.db")
         db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;"
@@ -499,13 +587,13 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
         first_unknown = ("SELECT id, file, line FROM row WHERE pos IN (SELECT MIN(pos) FROM row WHERE id NOT IN"
                          " (SELECT id FROM known) GROUP BY id) ORDER BY pos")
         for cid, fi, line in db.execute(first_unknown):
-            not_queued.append({"id": cid, "where": f"{paths[fi]}:{line}"})
+            not_queued.append(NotQueued(id=cid, where=f"{paths[fi]}:{line}"))
         said: dict[str, list[str]] = {}
         for cid, fi, raw in db.execute("SELECT id, file, raw FROM row WHERE lab IS NOT NULL AND id IN (SELECT r.id FROM"
                                        " kept k JOIN row r USING (pos) WHERE k.kinds > 1) ORDER BY pos"):
             said.setdefault(cid, []).append(f"{paths[fi].name}: {raw}")
         conflict = {cid: "; ".join(got) for cid, got in said.items()}
-        conflicts = [{"id": cid, "labels": labels} for cid, labels in conflict.items()]
+        conflicts = [Conflict(id=cid, labels=labels) for cid, labels in conflict.items()]
         header.extend(k for k in (QUEUE_COLUMN, "conflict") if k not in header)
         n = {"rows": 0, "labeled": 0}
 
@@ -531,16 +619,16 @@ def merge(files: list[str | Path], out: str | Path, queues: list[str | Path] | N
         record = write_record(record_path(out), ids, csv=out.name, merged_from=[p.name for p in paths],
                               created=_now())
         db.close()
-    return {"csv": str(out), "queue": str(record), **n, "conflicts": conflicts, "not_queued": not_queued,
-            "notes": [legacy_note(p) for p in sorted(legacy)]}
+    return MergeReport(csv=str(out), queue=str(record), rows=n["rows"], labeled=n["labeled"], conflicts=conflicts,
+                       not_queued=not_queued, notes=[legacy_note(p) for p in sorted(legacy)])
 
 
-def estimate(path: str | Path, queues: list[str | Path] | None = None) -> dict[str, Any]:
+def label_estimate(path: str | Path, queues: Sequence[str | Path] | None = None) -> Estimates:
     """From one labeled queue: the hallucination rate, and per check its flag rate, precision and recall
     at the thresholds it was queued with, weighted by 1 / inclusion probability (estimates for the whole
     window) and unweighted (the queue itself). Unlabeled rows are left out, and counted; rows whose id no
     queue record names (the one beside the file, or `queues`) are left out, and listed in `not_queued`."""
-    not_queued: list[dict[str, str]] = []
+    not_queued: list[NotQueued] = []
     records, legacy = records_for([path], queues)
     rows = read_labeled(path, known_ids(records), not_queued, bool(legacy))
     lab = [parse_label(r.get("label")) for r in rows]
@@ -556,20 +644,38 @@ def estimate(path: str | Path, queues: list[str | Path] | None = None) -> dict[s
     wt = np.where(np.isnan(wt), 0.0, wt)
     checks = [k.split(":", 1)[1] for k in rows[0] if k.startswith("flagged:")]
 
-    def both(mask_num: np.ndarray, mask_den: np.ndarray) -> dict[str, float | None]:
+    def both(mask_num: np.ndarray, mask_den: np.ndarray) -> Both:
         def ratio(w: np.ndarray) -> float | None:
             den = float((w * mask_den).sum())
             return float((w * mask_num).sum()) / den if den > 0 else None
-        return {"weighted": ratio(wt), "unweighted": ratio(np.ones(len(wt)))}
+        return Both(weighted=ratio(wt), unweighted=ratio(np.ones(len(wt))))
 
-    out: dict[str, Any] = {"rows": len(rows), "labeled": len(keep), "unlabeled_left_out": len(rows) - len(keep),
-                           "window_cases_represented": float(wt.sum()),
-                           "hallucination_rate": both(y, np.ones(len(y), bool)), "checks": {},
-                           "not_queued": not_queued, "notes": [legacy_note(p) for p in sorted(legacy)]}
+    out = Estimates(rows=len(rows), labeled=len(keep), unlabeled_left_out=len(rows) - len(keep),
+                    window_cases_represented=float(wt.sum()), hallucination_rate=both(y, np.ones(len(y), bool)),
+                    checks={}, not_queued=not_queued, notes=[legacy_note(p) for p in sorted(legacy)])
     for v in checks:
         raw = [rows[i].get(f"flagged:{v}", "") for i in keep]
         has = np.array([x != "" for x in raw])
         f = np.array([x == "1" for x in raw])
-        out["checks"][v] = {"flag_rate": both(f & has, has), "precision": both(f & y & has, f & has),
-                            "recall": both(f & y & has, y & has)}
+        out["checks"][v] = CheckEstimate(flag_rate=both(f & has, has), precision=both(f & y & has, f & has),
+                                         recall=both(f & y & has, y & has))
     return out
+
+
+def merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[str | Path] | None = None) -> MergeReport:
+    """Deprecated name of `label_merge` (the CLI command's), kept for one release."""
+    _deprecated("merge", "label_merge")
+    return label_merge(files, out, queues)
+
+
+def estimate(path: str | Path, queues: Sequence[str | Path] | None = None) -> Estimates:
+    """Deprecated name of `label_estimate` (the CLI command's), kept for one release."""
+    _deprecated("estimate", "label_estimate")
+    return label_estimate(path, queues)
+
+
+def _deprecated(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"verifybench.feedback.queue.{old} is deprecated; use {new} (the CLI command's name)",
+                  DeprecationWarning, stacklevel=3)

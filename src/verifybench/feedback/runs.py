@@ -1,9 +1,9 @@
 """A finished run directory as one row per case and one score column per check: what the cascade, the
 stacked combination, the label queue and drift read.
 
-Built from the columnar readers (`rundir.read_case_frame`, `read_verdict_frame`) and the metrics
-layer's own `frame`, so the calibration / test split and the slices are exactly the ones the report
-and the gate used. Nothing is re-scored.
+A view over `RunDir` (the one owner of a run directory's reads): its settings, its columnar tables and the
+metrics layer's own split, so the calibration / test split and the slices are exactly the ones the
+report and the gate used. Nothing is re-scored.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import numpy as np
 import pandas as pd
 
 from verifybench.errors import VerifybenchError
-from verifybench.evaluation.reading import settings_for
+from verifybench.evaluation.run_dir import RunDir
+from verifybench.formats import Manifest
 from verifybench.metrics.curves import sorted_curve
 from verifybench.metrics.operating import WARMUP, latency_kind_codes
 from verifybench.metrics.settings import OVERALL, Settings
-from verifybench.metrics.summary import check_fields, meta_fields
+from verifybench.metrics.summary import check_fields
 from verifybench.metrics.thresholds import Target, labeled_roles, per_value, role_of, select_threshold
-from verifybench.rundir import MANIFEST, read_case_frame, read_json, read_verdict_frame
-from verifybench.rundir.checks import require_one_verdict_each
 from verifybench.tables import positions, slice_value
 
 
@@ -48,8 +47,7 @@ class Check:
 class RunTable:
     """A run as arrays over its cases: label, role, slice, and one `Check` per verifier."""
 
-    run_dir: Path
-    manifest: dict[str, Any]
+    run: RunDir
     settings: Settings
     case_id: pd.Series
     label: np.ndarray
@@ -61,6 +59,19 @@ class RunTable:
     doc_types: list[str]
     checks: dict[str, Check]
     split_from: str
+
+    @classmethod
+    def open(cls, run: RunDir | str | Path, **overrides: Any) -> RunTable:
+        """The run (a `RunDir`, or its path) as a `RunTable`, settings from the suite, then `overrides`."""
+        return _table(run if isinstance(run, RunDir) else RunDir.open(run), **overrides)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.run.path
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.run.manifest
 
     def check(self, vid: str) -> Check:
         if vid not in self.checks:
@@ -109,25 +120,20 @@ def _slice_codes(cases: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
     return remap[codes], names
 
 
-def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
-    """The run directory `run_dir` as a `RunTable` (settings from the suite, then `overrides`). The split
-    is the metrics layer's (`split_roles`, as `metrics.summary.frame` draws it); a (verifier, case) pair
-    with two verdicts, or a verdict for a case the index lacks, is refused (`runcheck`)."""
-    run_dir = Path(run_dir)
-    manifest = read_json(run_dir / MANIFEST)
-    s = settings_for(run_dir, manifest, **overrides)
-    cases = read_case_frame(run_dir, meta=meta_fields(s.by))
+def _table(run: RunDir, **overrides: Any) -> RunTable:
+    """`run` as a `RunTable` (settings from the suite, then `overrides`). The split is the metrics layer's
+    (`split_roles`, as `metrics.summary.frame` draws it); a (verifier, case) pair with two verdicts, or a
+    verdict for a case the index lacks, is refused (`RunDir.tables`)."""
+    s = run.settings(**overrides)
+    cases, verdicts = run.tables(s)
     if len(cases):
         check_fields(cases, {"metrics.by": s.by})
-    verdicts = read_verdict_frame(run_dir)
     n = len(cases)
     pos = positions(verdicts["case_id"], cases["id"]) if len(verdicts) else np.empty(0, np.int64)
     vcat = verdicts["verifier"].astype("category") if not isinstance(verdicts["verifier"].dtype, pd.CategoricalDtype) \
         else verdicts["verifier"]
     vcodes = vcat.cat.codes.to_numpy().astype(np.int64)
     nv = max(len(vcat.cat.categories), 1)
-    if len(pos) and ((pos < 0).any() or np.bincount(pos * nv + vcodes).max() > 1):
-        require_one_verdict_each(run_dir, cases, verdicts)  # raises, naming the cases
     label = cases["label"].to_numpy(bool)
     splits = cases["split"]
     labeled = cases["labeled"].to_numpy(bool)  # an unlabeled case is on neither side of the split
@@ -139,13 +145,14 @@ def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
     doc_types = [str(c) for c in dt.cat.categories] + ["none"]
     dcodes = dt.cat.codes.to_numpy().astype(np.int64)
     dcodes[dcodes < 0] = len(doc_types) - 1
-    configs = {v["id"]: v for v in manifest.get("verifiers") or []}
+    configs = {v.id: v for v in run.manifest.verifiers}
     score_all = verdicts["score"].to_numpy(float, na_value=np.nan)
     score_all = np.where(verdicts["error"].isna().to_numpy(), score_all, np.nan)
     lat_all = verdicts["latency_ms"].to_numpy(float, na_value=np.nan)
     warm_all = latency_kind_codes(verdicts["latency_kind"]) == WARMUP
     cost_all = verdicts["cost_usd"].to_numpy(float, na_value=np.nan)
     del verdicts
+    run.drop_verdicts()  # the arrays above hold what the table needs
     checks: dict[str, Check] = {}
     order = np.argsort(vcodes, kind="stable")
     bounds = np.searchsorted(vcodes[order], np.arange(nv + 1))
@@ -160,10 +167,10 @@ def read_run(run_dir: str | Path, **overrides: Any) -> RunTable:
             out[at] = values[rows]  # noqa: B023 - used inside this iteration only
             return out
 
-        v = configs.get(str(vid), {})
+        v = configs.get(str(vid))
         checks[str(vid)] = Check(id=str(vid), score=spread(score_all), latency=spread(lat_all),
                                  warmup=spread(warm_all, False, bool), cost=spread(cost_all),
-                                 config=v.get("config") or {}, config_hash=v.get("config_hash"))
-    return RunTable(run_dir=run_dir, manifest=manifest, settings=s, case_id=cases["id"], label=label,
+                                 config=dict(v.config) if v else {}, config_hash=v.config_hash if v else None)
+    return RunTable(run=run, settings=s, case_id=cases["id"], label=label,
                     cal=role == "calibration", test=role == "test", slice=codes, slices=slices, doc_type=dcodes,
                     doc_types=doc_types, checks=checks, split_from="field" if from_field else "seeded")

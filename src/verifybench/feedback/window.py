@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from verifybench.errors import RecordError, VerifybenchError
-from verifybench.feedback.runs import RunTable, read_run
+from verifybench.feedback.runs import RunTable
 from verifybench.formats.decision import DecisionRecord
 from verifybench.loaders.guardlog import PATTERN
 from verifybench.metrics.settings import OVERALL
-from verifybench.rundir import CASES, MANIFEST, METRICS, read_cases_at, read_metrics
+from verifybench.rundir import CASES, MANIFEST
 
 LOG_GLOB = PATTERN
 
@@ -126,7 +126,7 @@ def from_log(log_dir: str | Path) -> Window:
 def run_thresholds(t: RunTable) -> dict[str, np.ndarray]:
     """Each case's threshold per check, as the run's metrics.json (or its policy) applies it: the case's
     slice's own, else the whole set's."""
-    metrics = read_metrics(t.run_dir) if (t.run_dir / METRICS).exists() else None
+    metrics = t.run.metrics_model() if t.run.has_metrics() else None
     out = {}
     for vid in t.checks:
         m = metrics.verifiers.get(vid) if metrics is not None else None
@@ -142,7 +142,7 @@ def run_thresholds(t: RunTable) -> dict[str, np.ndarray]:
 
 
 def from_run(run_dir: str | Path) -> Window:
-    t = read_run(run_dir)
+    t = RunTable.open(run_dir)
     thresholds = run_thresholds(t)
     flags = [(~np.isnan(c.score)) & (np.where(np.isnan(c.score), -np.inf, c.score) >= thresholds[v])
              for v, c in t.checks.items()]
@@ -168,10 +168,7 @@ def open_source(source: str | Path) -> Window:
 def _run_texts(t: RunTable, rows: np.ndarray) -> list[dict[str, Any]]:
     """Case-index rows (question, clipped response, meta) of a run, with their sources read back from the
     run's dataset when it can be read (else empty, and said so in `sources_note`)."""
-    from verifybench.rundir import read_case_frame
-
-    offsets = read_case_frame(t.run_dir)["offset"].to_numpy()
-    rows_ = read_cases_at(t.run_dir, offsets[np.asarray(rows, dtype=np.int64)])
+    rows_ = t.run.cases_at(rows)  # the case table the run table was built from: not read again
     want = {r["id"] for r in rows_}
     sources: dict[str, list[dict[str, Any]]] = {}
     note = None

@@ -13,22 +13,55 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import pandas as pd
 
 from verifybench.errors import VerifybenchError
-from verifybench.evaluation.reading import metrics_for, scored_frame, settings_for
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.identity import same_cases
+from verifybench.metrics import compute_metrics
 from verifybench.metrics.bootstrap import errors_as_wrong, mcnemar, paired_bootstrap
-from verifybench.metrics.summary import jsonable, meta_fields
-from verifybench.rundir import read_case_frame
+from verifybench.metrics.summary import jsonable
 
 METRICS = ("auroc", "auprc", "f1")
 OWN = "each at its own fitted threshold"
 HELD = "run A's threshold held for both (as the gate holds the baseline's)"
 REFIT = "each run at its own fitted threshold (refit)"
+
+
+class PairedDiff(TypedDict):
+    a: float | None
+    b: float | None
+    diff: float | None  # a - b
+    ci: list[float | None]  # 95% paired bootstrap interval of the difference
+    p_value: float | None
+
+
+class McNemar(TypedDict):
+    a_only_right: int
+    b_only_right: int
+    p_value: float
+
+
+class _ComparedKeys(TypedDict):
+    a: str
+    b: str
+    threshold_mode: str
+    cases: int
+    errors_a: int
+    errors_b: int
+    thresholds: list[float | None]
+    degenerate: list[str | None]  # each side's threshold, when it flags every calibration case or none
+
+
+class Compared(_ComparedKeys, total=False):
+    """One pair compared on the shared test-split cases, errors counted as wrong."""
+
+    metrics: dict[str, PairedDiff]
+    mcnemar: McNemar
+    warning: str
 
 
 def compare_pair(df_a: pd.DataFrame, df_b: pd.DataFrame, t_a: float | None, t_b: float | None,
@@ -79,15 +112,15 @@ class Comparison:
     mcnemar, degenerate, warning), and the same as a DataFrame (`frame`: one row per pair and metric).
     It iterates and indexes like the list of rows it holds."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[Compared] = field(default_factory=list)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[Compared]:
         return iter(self.rows)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i: int) -> dict[str, Any]:
+    def __getitem__(self, i: int) -> Compared:
         return self.rows[i]
 
     @property
@@ -111,9 +144,11 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     one run (each at its own fitted threshold), or each verifier of run A against the verifier of the
     same id in run B (same cases required), at run A's threshold on both sides as the gate does, or at
     each run's own with `refit`. Each result says which (`threshold_mode`)."""
-    ma, metrics_a, cases_a, verdicts_a = metrics_for(run_a)
-    s = settings_for(Path(run_a), ma)
-    fa = scored_frame(cases_a, verdicts_a, s)
+    ra = RunDir.open(run_a)
+    s = ra.settings()
+    fa = ra.scored_frame(s)
+    cases_a = ra.cases(s)
+    metrics_a = compute_metrics(cases_a, None, s, scored=fa)
 
     def thr(metrics: dict, vid: str) -> float | None:
         return metrics["verifiers"][vid]["overall"]["threshold"]["value"]
@@ -121,16 +156,18 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     def degenerate(metrics: dict, vid: str) -> str | None:
         return metrics["verifiers"][vid]["overall"]["threshold"].get("degenerate")
 
-    results = []
+    results: list[Compared] = []
     if run_b is None:
         for a, b in pairs(list(metrics_a["verifiers"]), verifiers):
             r = compare_pair(fa[fa["verifier"] == a], fa[fa["verifier"] == b], thr(metrics_a, a), thr(metrics_a, b),
                              n_boot=s.n_boot, seed=s.seed)
-            results.append({"a": a, "b": b, "threshold_mode": OWN, **r,
-                            "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]})
+            results.append(cast(Compared, {"a": a, "b": b, "threshold_mode": OWN, **r,
+                                           "degenerate": [degenerate(metrics_a, a), degenerate(metrics_a, b)]}))
         return Comparison(results)
 
-    mb, metrics_b, cases_b, verdicts_b = metrics_for(run_b)
+    rb = RunDir.open(run_b)
+    metrics_b = rb.metrics()
+    ma, mb = ra.doc, rb.doc
     same = same_cases(ma["dataset"], mb["dataset"])  # the cases' content (verifybench.identity), else the files
     if same is False or (same is None and ma["dataset"]["hash"] != mb["dataset"]["hash"]):
         key = "content_hash" if same is not None else "hash"
@@ -139,12 +176,10 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
             f"{ma['dataset'][key][:12]} vs {mb['dataset'][key][:12]}); a paired comparison needs the same cases")
     from verifybench.gating.gate import cases_hash
 
-    if cases_hash(cases_a) != cases_hash(cases_b):
+    if cases_hash(cases_a) != cases_hash(rb.cases()):
         raise VerifybenchError("the runs scored different selections of the same data (limit or sample?); "
                                "a paired comparison needs the same cases")
-    if any(f"meta.{k}" not in cases_b for k in meta_fields(s.by, *s.breakdown)):
-        cases_b = read_case_frame(Path(run_b), meta=meta_fields(s.by, *s.breakdown))  # sliced as run A is
-    fb = scored_frame(cases_b, verdicts_b, s)
+    fb = rb.scored_frame(s)  # sliced as run A is
     shared = [v for v in metrics_a["verifiers"] if v in metrics_b["verifiers"] and (not verifiers or v in verifiers)]
     if not shared:
         raise VerifybenchError("the two runs share no verifier id to compare")
@@ -152,8 +187,9 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
         t_a = thr(metrics_a, vid)
         t_b = thr(metrics_b, vid) if refit else t_a
         r = compare_pair(fa[fa["verifier"] == vid], fb[fb["verifier"] == vid], t_a, t_b, n_boot=s.n_boot, seed=s.seed)
-        results.append({"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})",
-                        "threshold_mode": REFIT if refit else HELD, **r,
-                        "degenerate": [degenerate(metrics_a, vid), degenerate(metrics_b if refit else metrics_a, vid)]})
+        results.append(cast(Compared, {"a": f"{vid} ({Path(run_a).name})", "b": f"{vid} ({Path(run_b).name})",
+                                       "threshold_mode": REFIT if refit else HELD, **r,
+                                       "degenerate": [degenerate(metrics_a, vid),
+                                                      degenerate(metrics_b if refit else metrics_a, vid)]}))
     return Comparison(results)
 

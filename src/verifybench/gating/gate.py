@@ -45,7 +45,7 @@ import pandas as pd
 
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.policy import load_policy, null_reasons
-from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.formats import Baseline, FormatError
 from verifybench.formats.base import StaleFormat
 from verifybench.formats.baseline import BaselineSlice
@@ -61,10 +61,10 @@ from verifybench.metrics.bootstrap import (
 )
 from verifybench.metrics.repeats import flicker, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
+from verifybench.metrics.summary import fitted_thresholds
 from verifybench.metrics.thresholds import per_value
 from verifybench.phases import phase
-from verifybench.rundir import MANIFEST, read_json
-from verifybench.rundir.checks import require_complete
+from verifybench.rundir.requirements import require_complete
 from verifybench.safeio import safe_name, write_text_atomic
 
 QUALITY = ("f1", "precision", "recall", "balanced_accuracy", "auroc", "auprc")
@@ -205,7 +205,9 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
 
 
 @dataclass
-class Check:
+class GatedMetric:
+    """One verifier x slice x metric the gate compares with the baseline, and what it found."""
+
     verifier: str
     slice: str
     metric: str
@@ -216,7 +218,7 @@ class Check:
     ci: tuple[float, float] | None = None
     status: str = "pass"  # pass | fail | skipped (nothing to gate) | refused (not meaningful to gate)
     message: str = ""
-    explicit: bool = False  # the metric was asked for by name (a refused check then fails the gate: exit 2)
+    explicit: bool = False  # the metric was asked for by name (refused, it then fails the gate: exit 2)
     cases: int = 0  # test-split cases compared
     threshold: float | None = None  # the baseline's threshold, held
     refit_threshold: float | None = None  # what fitting on the run itself would choose
@@ -229,9 +231,10 @@ class Check:
 
 @dataclass
 class GateResult:
-    """What a gate found: every check, notes, and the Markdown summary a CI job posts (`markdown`)."""
+    """What a gate found: every gated metric (`gated`), notes, and the Markdown summary a CI job posts
+    (`markdown`)."""
 
-    checks: list[Check] = field(default_factory=list)
+    gated: list[GatedMetric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     markdown: str = ""
     suite: str = ""
@@ -245,17 +248,54 @@ class GateResult:
         return self.markdown
 
     @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == "fail"]
+    def checks(self) -> list[GatedMetric]:
+        """Deprecated name of `gated` ("check" names a verifier at a threshold: docs/architecture.md)."""
+        import warnings
+
+        warnings.warn("GateResult.checks is deprecated; use GateResult.gated", DeprecationWarning, stacklevel=2)
+        return self.gated
 
     @property
-    def refused(self) -> list[Check]:
-        """Checks that were asked for by name but cannot be gated meaningfully (exit 2)."""
-        return [c for c in self.checks if c.status == "refused" and c.explicit]
+    def failed(self) -> list[GatedMetric]:
+        return [c for c in self.gated if c.status == "fail"]
+
+    @property
+    def refused(self) -> list[GatedMetric]:
+        """Metrics that were asked for by name but cannot be gated meaningfully (exit 2)."""
+        return [c for c in self.gated if c.status == "refused" and c.explicit]
 
     @property
     def exit_code(self) -> int:
         return 2 if self.refused else 1 if self.failed else 0
+
+    def table(self) -> GateTable:
+        """The gated metrics as the CLI's table shows them: one row of text cells each."""
+        cases = max((c.cases for c in self.gated), default=0)
+        refused = self.refused
+        rows: list[tuple[str, ...]] = [
+            (c.verifier, c.slice, c.metric, split_of(c), _cell(c.baseline), _cell(c.current), _cell(c.drop),
+             f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-", f"{c.allowed:g}", status_text(c), refit_text(c))
+            for c in self.gated]
+        return GateTable(title=f"gate: the same test-split cases on both sides ({cases} for the whole set; errors "
+                               "count as wrong); thresholds held at the baseline's",
+                         rows=rows, alarms=[c.status == "fail" or c in refused for c in self.gated])
+
+
+@dataclass
+class GateTable:
+    """A gate's result as text: `COLUMNS`, one row per gated metric; `alarms[i]`: row i failed, or was refused
+    when asked for by name (shown in red)."""
+
+    COLUMNS = ("verifier", "slice", "metric", "split", "baseline", "now", "drop", "95% CI of drop", "allowed", "result",
+               "refit (now @ thr.)")
+
+    title: str
+    rows: list[tuple[str, ...]]
+    alarms: list[bool]
+
+
+def _cell(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def parse_limits(items: list[str] | None, defaults: dict[str, float] | None, known: tuple[str, ...]) -> dict[str, float]:
@@ -370,65 +410,64 @@ def run_gate(baseline: Baseline, current: Baseline, labels: dict[str, bool] | La
             y = labels.of(ids) if isinstance(labels, Labels) else np.array([labels[i] for i in ids], bool)
             base = errors_as_wrong(y, np.array([np.nan if (x := b.test_scores[i]) is None else x for i in ids], float))
             cur = errors_as_wrong(y, np.array([np.nan if (x := c.test_scores[i]) is None else x for i in ids], float))
-            result.checks += _quality_checks(vid, key, bs, cs, y, base, cur, max_drop, explicit, n_boot, seed,
+            result.gated += _quality_gated(vid, key, bs, cs, y, base, cur, max_drop, explicit, n_boot, seed,
                                              (refit or {}).get(vid, {}).get(key))
-            result.checks += _cost_checks(vid, key, bs, cs, max_rise, allow_batch_latency)
+            result.gated += _cost_gated(vid, key, bs, cs, max_rise, allow_batch_latency)
     return result
 
 
-def _quality_checks(vid: str, key: str, bs: BaselineSlice, cs: BaselineSlice, y: np.ndarray, base: np.ndarray,
-                    cur: np.ndarray,
-                    max_drop: dict[str, float], explicit: set[str], n_boot: int, seed: int,
-                    refit_threshold: float | None) -> list[Check]:
+def _quality_gated(vid: str, key: str, bs: BaselineSlice, cs: BaselineSlice, y: np.ndarray, base: np.ndarray,
+                   cur: np.ndarray, max_drop: dict[str, float], explicit: set[str], n_boot: int, seed: int,
+                   refit_threshold: float | None) -> list[GatedMetric]:
     t = bs.threshold
     held = f"held at the baseline's threshold {t:.4f}" if t is not None else ""
     one_class = y.all() or (~y).all()
     gated = [m for m in max_drop
              if not one_class and (m in RANK_METRICS or (t is not None and not bs.threshold_degenerate))]
     paired = paired_bootstrap(y, base, cur, t, t, metrics=gated, n_boot=n_boot, seed=seed) if gated else {}
-    checks = []
+    out = []
     for metric, allowed in max_drop.items():
-        check = Check(vid, key, metric, getattr(bs, metric), getattr(cs, metric), allowed, explicit=metric in explicit,
-                      cases=len(y),
+        g = GatedMetric(vid, key, metric, getattr(bs, metric), getattr(cs, metric), allowed, explicit=metric in explicit,
+                        cases=len(y),
                       threshold=t if metric not in RANK_METRICS else None)
         if metric not in RANK_METRICS:
-            check.refit_threshold = refit_threshold
+            g.refit_threshold = refit_threshold
             if refit_threshold is not None and len(y):
-                check.refit_value = _float(weighted_metrics(y, cur, refit_threshold, [metric], np.ones((1, len(y))))[metric][0])
+                g.refit_value = _float(weighted_metrics(y, cur, refit_threshold, [metric], np.ones((1, len(y))))[metric][0])
         if one_class:
-            check.status, check.message = "skipped", "the test split of this slice holds one class only"
+            g.status, g.message = "skipped", "the test split of this slice holds one class only"
         elif metric not in RANK_METRICS and t is None:
-            check.status = "skipped"
-            check.message = f"no threshold for this slice in the baseline ({bs.threshold_warning or 'none fitted'})"
+            g.status = "skipped"
+            g.message = f"no threshold for this slice in the baseline ({bs.threshold_warning or 'none fitted'})"
         elif metric not in RANK_METRICS and bs.threshold_degenerate:
             fa = getattr(bs.flag_all, metric, None) if bs.flag_all is not None else None
-            check.status = "refused"
-            check.message = (f"the baseline's threshold {t:.4f} {bs.threshold_degenerate}: {metric} at it only "
+            g.status = "refused"
+            g.message = (f"the baseline's threshold {t:.4f} {bs.threshold_degenerate}: {metric} at it only "
                              f"restates the class balance" + (f" (flagging every case scores {fa:.3f})" if fa is not None else "")
                              + "; gate auroc/auprc, or record the baseline with a target that separates "
                              "(--target balanced_accuracy)")
         else:
             p = paired[metric]
-            check.baseline, check.current, check.drop = _float(p["a"]), _float(p["b"]), _float(p["diff"])
-            check.ci = (p["ci"][0], p["ci"][1])
+            g.baseline, g.current, g.drop = _float(p["a"]), _float(p["b"]), _float(p["diff"])
+            g.ci = (p["ci"][0], p["ci"][1])
             note = f" ({held})" if held and metric not in RANK_METRICS else ""
             band = _flicker(bs, cs, metric)
-            if check.drop is not None and allowed < check.drop <= band:
-                check.message = (f"drop {check.drop:.3f} is within the repeats' flicker {band:.3f} ({metric} moves "
+            if g.drop is not None and allowed < g.drop <= band:
+                g.message = (f"drop {g.drop:.3f} is within the repeats' flicker {band:.3f} ({metric} moves "
                                  f"that much between repeats of one run){note}")
-            elif check.drop is not None and check.drop > allowed and check.ci[0] > 0:
-                check.status = "fail"
-                check.message = (f"{metric} dropped by {check.drop:.3f} (allowed {allowed:.3f}); "
-                                 f"{1 - ALPHA:.0%} CI of the drop [{check.ci[0]:.3f}, {check.ci[1]:.3f}] excludes 0{note}")
-            elif check.drop is not None and check.drop > allowed:
-                check.message = (f"drop {check.drop:.3f} is within noise: {1 - ALPHA:.0%} CI "
-                                 f"[{check.ci[0]:.3f}, {check.ci[1]:.3f}] includes 0{note}")
+            elif g.drop is not None and g.drop > allowed and g.ci[0] > 0:
+                g.status = "fail"
+                g.message = (f"{metric} dropped by {g.drop:.3f} (allowed {allowed:.3f}); "
+                             f"{1 - ALPHA:.0%} CI of the drop [{g.ci[0]:.3f}, {g.ci[1]:.3f}] excludes 0{note}")
+            elif g.drop is not None and g.drop > allowed:
+                g.message = (f"drop {g.drop:.3f} is within noise: {1 - ALPHA:.0%} CI "
+                             f"[{g.ci[0]:.3f}, {g.ci[1]:.3f}] includes 0{note}")
             if metric not in RANK_METRICS and bs.threshold_near_degenerate:
-                check.message += ("; " if check.message else "") + (
+                g.message += ("; " if g.message else "") + (
                     f"near-degenerate threshold: it {bs.threshold_near_degenerate}, so {metric} at it mostly "
                     "restates the class balance")
-        checks.append(check)
-    return checks
+        out.append(g)
+    return out
 
 
 def _flicker(bs: BaselineSlice | None, cs: BaselineSlice | None, metric: str) -> float:
@@ -437,49 +476,49 @@ def _flicker(bs: BaselineSlice | None, cs: BaselineSlice | None, metric: str) ->
     return max(float(((side.flicker if side else None) or {}).get(metric) or 0.0) for side in (bs, cs))
 
 
-def _cost_checks(vid: str, key: str, bs: BaselineSlice, cs: BaselineSlice, max_rise: dict[str, float],
-                 allow_batch_latency: bool) -> list[Check]:
-    checks = []
+def _cost_gated(vid: str, key: str, bs: BaselineSlice, cs: BaselineSlice, max_rise: dict[str, float],
+                allow_batch_latency: bool) -> list[GatedMetric]:
+    out = []
     for measure, allowed in max_rise.items():
         before, after = getattr(bs, measure), getattr(cs, measure)
-        check = Check(vid, key, measure, before, after, allowed, explicit=True)
+        g = GatedMetric(vid, key, measure, before, after, allowed, explicit=True)
         bases = {bs.latency_basis, cs.latency_basis}
         if before is None or after is None or before == 0:
-            check.status, check.message = "skipped", "not measured on one side"
+            g.status, g.message = "skipped", "not measured on one side"
         elif measure in LATENCY and bases != {"case"} and not allow_batch_latency:
-            check.status = "refused"
-            check.message = (f"{measure} is not a per-case figure here (baseline: {bs.latency_basis}, now: "
-                             f"{cs.latency_basis}): a batch average spreads one batch's time over its cases, "
+            g.status = "refused"
+            g.message = (f"{measure} is not a per-case figure here (baseline: {bs.latency_basis}, now: "
+                         f"{cs.latency_basis}): a batch average spreads one batch's time over its cases, "
                              "so its percentiles are not the cases'; pass --allow-batch-latency to gate it anyway")
         else:
             rise = after / before - 1
-            check.drop = -rise
+            g.drop = -rise
             if rise > allowed:
-                check.status = "fail"
-                check.message = f"{measure} rose by {rise:.0%} ({before:.3g} -> {after:.3g}), allowed {allowed:.0%}"
+                g.status = "fail"
+                g.message = f"{measure} rose by {rise:.0%} ({before:.3g} -> {after:.3g}), allowed {allowed:.0%}"
             if measure in LATENCY and bases != {"case"}:
-                check.message += ("; " if check.message else "") + "batch averages, gated as asked"
-        checks.append(check)
-    return checks
+                g.message += ("; " if g.message else "") + "batch averages, gated as asked"
+        out.append(g)
+    return out
 
 
 def _fmt(x: float | None) -> str:
     return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
 
 
-def refit_text(c: Check) -> str:
+def refit_text(c: GatedMetric) -> str:
     """`0.812 @ 0.4312`: the metric now at the threshold a refit on the run would choose."""
     if c.refit_threshold is None:
         return "–"
     return f"{_fmt(c.refit_value)} @ {c.refit_threshold:.4f}"
 
 
-def split_of(c: Check) -> str:
+def split_of(c: GatedMetric) -> str:
     """Which cases a check's numbers are over: quality on the test split; latency and cost on all cases."""
     return "test" if c.metric in QUALITY else "all"
 
 
-def status_text(c: Check) -> str:
+def status_text(c: GatedMetric) -> str:
     return {"fail": "FAIL", "refused": "refused" + (" (asked for)" if c.explicit else " (not gated)")}.get(c.status, c.status)
 
 
@@ -487,11 +526,11 @@ def junit_xml(result: GateResult, suite: str) -> str:
     """One JUnit test case per verifier x slice x gated metric."""
     root = ET.Element("testsuites")
     errors = len(result.refused)
-    ts = ET.SubElement(root, "testsuite", name=f"verifybench-gate.{suite}", tests=str(len(result.checks)),
+    ts = ET.SubElement(root, "testsuite", name=f"verifybench-gate.{suite}", tests=str(len(result.gated)),
                        failures=str(len(result.failed)), errors=str(errors),
                        skipped=str(sum(c.status in ("skipped", "refused") and not (c.status == "refused" and c.explicit)
-                                       for c in result.checks)))
-    for c in result.checks:
+                                       for c in result.gated)))
+    for c in result.gated:
         tc = ET.SubElement(ts, "testcase", classname=f"verifybench.{suite}.{c.verifier}", name=f"{c.slice}.{c.metric}")
         if c.status == "fail":
             ET.SubElement(tc, "failure", message=c.message).text = c.message
@@ -521,14 +560,14 @@ def refusal_markdown(reason: str, suite: str) -> str:
 
 def markdown_summary(result: GateResult, suite: str) -> str:
     verdict = {0: "passed", 1: "**FAILED**", 2: "**REFUSED** (a metric asked for cannot be gated)"}[result.exit_code]
-    cases = max((c.cases for c in result.checks), default=0)
+    cases = max((c.cases for c in result.gated), default=0)
     lines = [f"### verifybench gate on `{suite}`: {verdict}", "",
              f"The same test-split cases on both sides ({cases} for the whole set; error verdicts count as wrong). Thresholds "
              "are held at the baseline's, as a deployed policy would be; *refit* shows the metric now at the "
              "threshold a fit on this run would choose (not gated).", "",
              "| verifier | slice | metric | split | baseline | now | drop | 95% CI of drop | allowed | result | refit |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for c in result.checks:
+    for c in result.gated:
         ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "–"
         why = f": {c.message}" if c.status in ("fail", "refused", "skipped") and c.message else ""
         lines.append(f"| {c.verifier} | {c.slice} | {c.metric} | {split_of(c)} | {_fmt(c.baseline)} | {_fmt(c.current)} "
@@ -571,15 +610,17 @@ def baseline(run_dir: str | Path, out: str | Path | None = None, policy: str | P
         by, overrides["policy"] = load_policy(policy)
         overrides["by"] = by
         overrides["policy_reasons"] = null_reasons(policy)
-    s = settings_for(run_dir, read_json(run_dir / MANIFEST), **overrides)
-    manifest, cases, verdicts = read_run(run_dir, s)
-    require_complete(run_dir, manifest, cases, verdicts, "a baseline")
-    f = scored_frame(cases, verdicts, s)
+    run = RunDir.open(run_dir)
+    s = run.settings(**overrides)
+    cases, verdicts = run.tables(s)
+    require_complete(run_dir, run.doc, cases, verdicts, "a baseline")
+    f = run.scored_frame(s)
     del verdicts
+    run.drop_verdicts()
     with phase("computing the baseline"):
-        doc = build_baseline(manifest, compute_metrics(cases, None, s, scored=f), f, cases, s)
+        doc = build_baseline(run.doc, compute_metrics(cases, None, s, scored=f), f, cases, s)
     doc.notes = baseline_notes(doc, s.policy if policy is not None else None, str(s.target))
-    return doc.write(Path(out) if out else Path("metrics") / f"{safe_name(manifest['suite']['name'])}.json")
+    return doc.write(Path(out) if out else Path("metrics") / f"{safe_name(run.manifest.suite.name)}.json")
 
 
 def baseline_notes(doc: Baseline, policy: dict[str, dict[str, float | None]] | None, target: str) -> list[str]:
@@ -618,23 +659,24 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
         suite_name = base.suite or suite_name
         # Every baseline entry is held, a missing threshold too (None: not gated at a threshold on either side).
         held = {vid: {k: r.threshold for k, r in v.slices.items()} for vid, v in base.verifiers.items()}
-        s = settings_for(run_dir, read_json(run_dir / MANIFEST), policy=held, by=base.by)
+        run = RunDir.open(run_dir)  # the run is read once: its manifest, its tables, one frame
+        s = run.settings(policy=held, by=base.by)
         s.policy_source = f"baseline {Path(baseline_path).name} (held)"
         s.n_boot = 1  # the gate's intervals are its own paired ones, at the baseline's settings
         # A refit: the suite's own settings on this run (its `fixed` thresholds stay; no stored policy).
-        own = settings_for(run_dir, read_json(run_dir / MANIFEST), by=base.by, policy=None)
-        own.n_boot = 1  # only the refit thresholds are read from this pass
+        # Its split and slices are the held settings' (same `by`, seed and test fraction), so the one frame
+        # serves both; only its thresholds are fitted, not a second evaluation.
+        own = run.settings(by=base.by, policy=None)
+        own.n_boot = 1
         gating.enter_context(phase("gate: reading the run, comparing it with the baseline"))
-        manifest, cases, verdicts = read_run(run_dir, s, own)
-        require_complete(run_dir, manifest, cases, verdicts, "a gate")
-        f = scored_frame(cases, verdicts, s)
-        current = build_baseline(manifest, evaluate(f, s, n_cases=len(cases)), f, cases, s)
-        del f
-        refit_metrics = evaluate(scored_frame(cases, verdicts, own), own, n_cases=len(cases))
+        cases, verdicts = run.tables(s)
+        require_complete(run_dir, run.doc, cases, verdicts, "a gate")
+        f = run.scored_frame(s)
         del verdicts
-        refit = {vid: {OVERALL: m["overall"]["threshold"]["value"],
-                       **{k: sm["threshold"]["value"] for k, sm in m["slices"].items()}}
-                 for vid, m in refit_metrics["verifiers"].items()}
+        run.drop_verdicts()
+        current = build_baseline(run.doc, evaluate(f, s, n_cases=len(cases)), f, cases, s)
+        refit = fitted_thresholds(f, own)
+        del f
         result = run_gate(base, current, label_lookup(cases),
                           parse_limits(max_drop, DEFAULT_DROPS, QUALITY),
                           parse_limits(max_rise, {}, COSTS), min_cases=min_cases, slices=slices,
@@ -657,6 +699,9 @@ def gate(run_dir: str | Path, baseline_path: str | Path, max_drop: list[str] | N
     if summary:
         _write_text(summary, result.markdown)
     return result
+
+
+Check = GatedMetric  # the name before 0.3 ("check" names a verifier at a threshold), kept for one release
 
 
 def _write_text(path: str | Path, text: str) -> None:

@@ -1,4 +1,4 @@
-"""Shortcut check: can the labels be guessed from surface cues alone?
+"""Shortcut test: can the labels be guessed from surface cues alone?
 
 Two trivial scores per case, computed from text only: the response's length, and the share of its words
 that appear in none of the sources ("novelty"). If either separates hallucinated from faithful cases

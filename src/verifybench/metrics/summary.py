@@ -36,7 +36,7 @@ from verifybench.metrics.thresholds import (
 from verifybench.tables import case_table, positions, slice_value, verdict_table
 
 CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
-SHORTCUT_MIN_PER_CLASS = 20  # the shortcut check needs this many cases of each class in a group
+SHORTCUT_MIN_PER_CLASS = 20  # the shortcut test needs this many cases of each class in a group
 
 
 def _clean(x: Any) -> Any:
@@ -523,6 +523,20 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
     return jsonable(out)
 
 
+def fitted_thresholds(df: pd.DataFrame, s: Settings) -> dict[str, dict[str, float | None]]:
+    """verifier -> slice (and OVERALL) -> the threshold value `evaluate` would give under `s`, without the
+    rest of the metrics: what the gate shows a refit on the run would choose."""
+    out: dict[str, dict[str, float | None]] = {}
+    codes, names = pd.factorize(df["verifier"])
+    for code, vid in enumerate(names):
+        r = Rows.from_frame(df, np.flatnonzero(codes == code))
+        overall = _threshold(r, r.labeled, s, vid, OVERALL, None)  # as slice_metrics masks: labeled cases
+        out[str(vid)] = {OVERALL: overall["value"]}
+        for i, key in enumerate(r.slices):
+            out[str(vid)][key] = _threshold(r, (r.slice == i) & r.labeled, s, vid, key, overall)["value"]
+    return out
+
+
 def backend_counts(vdf: pd.DataFrame) -> dict[str, Any]:
     """What model-backed verifiers report: summed usage (tokens, requests, retries, failures, repairs,
     cache hits), tokens per case, the share of cases whose repeated samples disagreed, and the share
@@ -596,7 +610,7 @@ def cue_table(cues: dict[str, dict[str, float]] | pd.DataFrame) -> pd.DataFrame:
 
 
 def shortcuts(cases: list[dict] | pd.DataFrame, cues: dict[str, dict[str, float]] | pd.DataFrame) -> dict[str, Any]:
-    """The shortcut check per dataset and doc type, from each case's surface cues (a dict per case id,
+    """The shortcut test per dataset and doc type, from each case's surface cues (a dict per case id,
     or a cue table: see `cue_table`)."""
     ct = cases if isinstance(cases, pd.DataFrame) else case_table(cases)
     cues = cue_table(cues)
@@ -628,7 +642,7 @@ def compute_metrics(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFr
                     settings: Settings | None = None, cues: dict[str, dict[str, float]] | pd.DataFrame | None = None,
                     scored: pd.DataFrame | None = None, **kw) -> dict[str, Any]:
     """Metrics for a run: `evaluate` over the run's cases and verdicts (rows, or the tables of
-    `verifybench.tables`), plus the shortcut check when the cases' surface cues are given. A caller
+    `verifybench.tables`), plus the shortcut test when the cases' surface cues are given. A caller
     that already built the frame (`frame` of these cases and verdicts under `settings`) passes it as
     `scored` (and may pass no verdicts), so it is not built twice."""
     s = settings or Settings(**kw)

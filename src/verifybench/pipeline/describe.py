@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from verifybench.errors import RecordError
 from verifybench.loaders import iter_cases
@@ -15,8 +15,72 @@ from verifybench.pipeline.runner import count_cases_rows
 from verifybench.suite import Suite, load_suite
 
 
+class ClassCounts(TypedDict):
+    hallucinated: int
+    faithful: int
+
+
+class SliceNeed(TypedDict):
+    """A slice's labeled cases, how they fall on the split, and whether (or after how many more labeled
+    cases) it gets a threshold of its own and can be gated."""
+
+    hallucinated: int
+    faithful: int
+    calibration: ClassCounts
+    test: ClassCounts
+    threshold: bool
+    gate: bool
+    more_for_threshold: ClassCounts
+    more_for_gate: int
+
+
+class SliceNeeds(TypedDict):
+    by: str
+    min_per_class: int
+    min_cases: int
+    split: str  # "from the cases' split field", or "seeded, 50% test"
+    rows: dict[str, SliceNeed]
+
+
+class LabelValue(TypedDict):
+    """A raw label value of a label field, what it was read as, and on how many cases."""
+
+    field: str
+    value: str
+    label: str
+    cases: int
+
+
+class UnknownLabels(TypedDict):
+    """Text label values no list names, when no record could be read for them."""
+
+    field: str
+    values: dict[str, int]
+    records: int
+
+
+class _DescriptionKeys(TypedDict):
+    total: int
+    by_doc_type: dict[str, int]
+    by_label: dict[str, int]
+    by_split: dict[str, int]
+    skipped_records: int
+    skipped_examples: list[str]
+    on_error: str
+    suite: str
+    loader: str
+    label_values: list[LabelValue]
+    slices: SliceNeeds
+
+
+class Description(_DescriptionKeys, total=False):
+    """What `describe` counted (`verifybench describe`; `--json` prints it)."""
+
+    unknown_labels: UnknownLabels
+
+
 def describe(suite: str | Path | Suite, data_dir: str | Path | None = None, limit: int | None = None,
-                   min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+                   min_cases: int = GATE_MIN_CASES) -> Description:
     """Read a suite's data without running a verifier: counts by doc type, label and split; which raw label
     values became which label; per slice, labeled cases of each class and how many more a threshold and
     a gate need (see `runner.describe`)."""
@@ -26,7 +90,7 @@ def describe(suite: str | Path | Suite, data_dir: str | Path | None = None, limi
 
 
 
-def count_suite(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+def count_suite(suite: Suite, min_cases: int = GATE_MIN_CASES) -> Description:
     """Count a suite's cases by doc type, label and split without running any verifier; say which raw
     label values became which label, and per slice how many labeled cases of each class it has and how
     many it needs for a fitted threshold and for a gate."""
@@ -53,11 +117,11 @@ def count_suite(suite: Suite, min_cases: int = GATE_MIN_CASES) -> dict[str, Any]
         counts["unknown_labels"] = {"field": next(e.field for e in errors if hasattr(e, "label_value")),
                                     "values": dict(unknown.most_common(20)), "records": sum(unknown.values())}
     counts["slices"] = slice_needs(rows, suite.metrics, min_cases)
-    return counts
+    return cast(Description, counts)  # the keys above (test_api_surface validates a real one)
 
 
 def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None,
-                min_cases: int = GATE_MIN_CASES) -> dict[str, Any]:
+                min_cases: int = GATE_MIN_CASES) -> SliceNeeds:
     """Per slice (the metrics' `by` field, doc type by default): labeled cases of each class, how they fall
     on the calibration and test splits (the same split the metrics layer draws), and how many more of each
     class to label before the slice gets its own threshold (`min_per_class` of each class on the
@@ -74,9 +138,9 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
     from_data = bool(named & set(CALIBRATION_NAMES)) and bool(named & set(TEST_NAMES))
     cal_share = 1.0 if from_data else 1.0 - s.test_fraction  # of newly labeled cases, the share calibrated on
     test_share = 1.0 if from_data else s.test_fraction
-    out: dict[str, Any] = {"by": s.by, "min_per_class": s.min_per_class, "min_cases": min_cases,
-                           "split": "from the cases' split field" if from_data else
-                           f"seeded, {s.test_fraction:.0%} test", "rows": {}}
+    out = SliceNeeds(by=s.by, min_per_class=s.min_per_class, min_cases=min_cases,
+                     split="from the cases' split field" if from_data else f"seeded, {s.test_fraction:.0%} test",
+                     rows={})
     if not rows:
         return out
     f = frame(rows, [Verdict(case_id=r["id"], verifier="-", score=0.0) for r in rows], s.by, s.seed, s.test_fraction)
@@ -89,16 +153,16 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
         g = g[g["labeled"]]  # an unlabeled case counts toward neither a threshold nor a gate
         cal, test = g[g["role"] == "calibration"], g[g["role"] == "test"]
         cal_h, cal_f = int(cal["label"].sum()), int((~cal["label"]).sum())
-        out["rows"][str(key)] = {
-            "hallucinated": int(g["label"].sum()), "faithful": int((~g["label"]).sum()),
-            "calibration": {"hallucinated": cal_h, "faithful": cal_f},
-            "test": {"hallucinated": int(test["label"].sum()), "faithful": int((~test["label"]).sum())},
-            "threshold": min(cal_h, cal_f) >= s.min_per_class,
-            "gate": len(test) >= min_cases,
+        out["rows"][str(key)] = SliceNeed(
+            hallucinated=int(g["label"].sum()), faithful=int((~g["label"]).sum()),
+            calibration=ClassCounts(hallucinated=cal_h, faithful=cal_f),
+            test=ClassCounts(hallucinated=int(test["label"].sum()), faithful=int((~test["label"]).sum())),
+            threshold=min(cal_h, cal_f) >= s.min_per_class,
+            gate=len(test) >= min_cases,
             # More labeled cases to add (of each class, in all) for a threshold / for a gate.
-            "more_for_threshold": {"hallucinated": need(s.min_per_class, cal_h, cal_share),
-                                   "faithful": need(s.min_per_class, cal_f, cal_share)},
-            "more_for_gate": need(min_cases, len(test), test_share),
-        }
+            more_for_threshold=ClassCounts(hallucinated=need(s.min_per_class, cal_h, cal_share),
+                                           faithful=need(s.min_per_class, cal_f, cal_share)),
+            more_for_gate=need(min_cases, len(test), test_share),
+        )
     return out
 

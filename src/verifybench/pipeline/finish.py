@@ -12,7 +12,7 @@ import pandas as pd
 from verifybench import reporting
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation import spans_pairs
-from verifybench.evaluation.reading import read_run, scored_frame, settings_for
+from verifybench.evaluation.run_dir import RunDir, require_run_dir
 from verifybench.evaluation.saved_points import with_saved
 from verifybench.formats import Manifest
 from verifybench.formats.metrics import Metrics
@@ -27,10 +27,7 @@ from verifybench.rundir import (
     REPORT,
     SCORED,
     hold,
-    read_cases_at,
     read_errors,
-    read_json,
-    read_verdicts_at,
 )
 from verifybench.tables import release_memory
 from verifybench.verifiers import Verifier, get_verifier_class
@@ -39,14 +36,13 @@ from verifybench.verifiers import Verifier, get_verifier_class
 def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
     """(Re)compute metrics.json and render report.html from stored results; no verifier runs.
 
-    The dataset is read once more, for the shortcut check's surface cues (cached in the run) and the
+    The dataset is read once more, for the shortcut test's surface cues (cached in the run) and the
     sources of the cases the report shows; if it cannot be read, the report says so and goes on. Holds
     the run directory's lock (refused while a run writes it). A run whose every verdict is written
     ("scored") becomes "complete" once metrics.json and report.html exist; a failed or interrupted run
     keeps its status (its report shows what was computed).
     """
-    run_dir = Path(run_dir)
-    Manifest.read(run_dir / MANIFEST)  # a clear error for a folder that is not a run, before taking a lock in it
+    run_dir = require_run_dir(run_dir)  # a clear error for a folder that is not a run, before taking a lock in it
     with hold(run_dir):
         try:
             path = _finish(run_dir, data_dir)
@@ -66,11 +62,13 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
 
 def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     with phase("reading the run and computing metrics"):  # a line on a terminal when it takes a while
-        s = settings_for(run_dir, read_json(run_dir / MANIFEST))
-        manifest, cases, verdicts = read_run(run_dir, s)
-        f = scored_frame(cases, verdicts, s)
+        run = RunDir.open(run_dir)
+        s = run.settings()
+        manifest = run.doc
+        f = run.scored_frame(s)  # reads and checks both tables; no name here keeps the verdict table
+        cases = run.cases(s)
         # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
-        del verdicts
+        run.drop_verdicts()
         f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
         release_memory()
         metrics = compute_metrics(cases, None, s, scored=f)
@@ -83,8 +81,8 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
     worst: dict[str, list[dict[str, Any]]] = {}
     for vid, rows in picks.items():
         idx = [i for _, i in rows]
-        verdicts_shown = read_verdicts_at(run_dir, f["offset"].to_numpy()[idx])
-        cases_shown = read_cases_at(run_dir, cases["offset"].to_numpy()[f["case_row"].to_numpy()[idx]])
+        verdicts_shown = run.verdicts_at(f["offset"].to_numpy()[idx])
+        cases_shown = run.cases_at(f["case_row"].to_numpy()[idx])
         worst[vid] = [{"kind": kind, "verdict": v, "case": c} for (kind, _), v, c in zip(rows, verdicts_shown, cases_shown)]
     del f
     release_memory()  # before the dataset is read again
@@ -96,7 +94,7 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
                                          case_ids=cases["id"])
     except VerifybenchError as e:
         cues, sources = None, {}
-        notes.append(f"The dataset could not be read back ({e}); the shortcut check and the sources of the "
+        notes.append(f"The dataset could not be read back ({e}); the shortcut test and the sources of the "
                      "worst cases are missing from this report.")
     if cues is not None:
         metrics["shortcuts"] = shortcuts(cases, cues)

@@ -557,7 +557,7 @@ def read_cues(path: Path, want_ids: Iterable[str] | None = None) -> pd.DataFrame
 
 def scan_dataset(suite: Suite, want_sources: set[str], run_dir: Path | None = None,
                  case_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, dict]:
-    """One pass over a run's data after the run: the surface cues of every case (for the shortcut check;
+    """One pass over a run's data after the run: the surface cues of every case (for the shortcut test;
     cached in the run directory as cues.jsonl) and the source texts of the cases the report shows.
 
     A cache that is truncated, unreadable or misses any of `case_ids` is rebuilt, not trusted. Done here

@@ -1,5 +1,5 @@
 """The run directory: its files and how they are read and written (`files`), the one-writer lock
-(`files.RunLock`, `hold`), the checks a run must pass before it is measured (`checks`) and the git
+(`files.RunLock`, `hold`), the requirements a run must meet before it is measured (`requirements`) and the git
 state recorded in its manifest (`provenance`). The names below are the package's interface."""
 
 from verifybench.rundir.files import (

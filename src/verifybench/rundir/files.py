@@ -8,7 +8,7 @@ writer.lock     while a process writes the run: its pid, host and command (see `
 cases.jsonl     one line per case: id, dataset, doc_type, split, label, meta, a clipped text and gold spans
 results.jsonl   one Verdict per line, appended as batches finish (never rewritten)
 errors.jsonl    skipped input records and failed verdicts, one per line
-cues.jsonl      surface cues per case for the shortcut check (computed after the run, written whole)
+cues.jsonl      surface cues per case for the shortcut test (computed after the run, written whole)
 metrics.json    computed from cases.jsonl + results.jsonl
 report.html     rendered from the above
 ```

@@ -18,18 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from verifybench.evaluation.run_dir import RunDir
 from verifybench.metrics.summary import OVERALL
-from verifybench.rundir import (
-    MANIFEST,
-    METRICS,
-    REPORT,
-    RunDirError,
-    read_case_index,
-    read_json,
-    read_verdicts,
-)
+from verifybench.rundir import REPORT, RunDirError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,23 +148,46 @@ def _labels(values: list[Any]) -> Any:
     return pd.array(values, dtype="boolean")
 
 
-def summary_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+class SummaryRow(TypedDict):
+    """One verifier over all cases: what `verifybench run` prints at its end (None: not measured)."""
+
+    verifier: str
+    cases: int | None
+    errors: int | None
+    auroc: float | None
+    auroc_ci_low: float | None
+    auroc_ci_high: float | None
+    threshold: float | None
+    threshold_source: str
+    threshold_degenerate: str | None
+    threshold_near_degenerate: str | None
+    threshold_warning: str | None
+    test_cases: int | None
+    test_precision: float | None
+    test_recall: float | None
+    test_f1: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    latency_basis: str | None
+
+
+def summary_rows(metrics: dict[str, Any]) -> list[SummaryRow]:
     """Per verifier, over all cases: what `verifybench run` prints at its end."""
     rows = []
     for vid, v in (metrics.get("verifiers") or {}).items():
         o = v.get("overall") or {}
         t, test, lat = o.get("threshold") or {}, o.get("test") or {}, o.get("latency_ms") or {}
         low, high = _ci(o.get("ci"), "auroc")
-        rows.append({
-            "verifier": vid, "cases": o.get("n"), "errors": o.get("errors"),
-            "auroc": o.get("auroc"), "auroc_ci_low": low, "auroc_ci_high": high,
-            "threshold": t.get("value"), "threshold_source": threshold_source(t),
-            "threshold_degenerate": t.get("degenerate"), "threshold_near_degenerate": t.get("near_degenerate"),
-            "threshold_warning": t.get("warning"),
-            "test_cases": test.get("n"),
-            "test_precision": test.get("precision"), "test_recall": test.get("recall"), "test_f1": test.get("f1"),
-            "p50_ms": lat.get("p50"), "p95_ms": lat.get("p95"), "latency_basis": lat.get("basis"),
-        })
+        rows.append(SummaryRow(
+            verifier=vid, cases=o.get("n"), errors=o.get("errors"),
+            auroc=o.get("auroc"), auroc_ci_low=low, auroc_ci_high=high,
+            threshold=t.get("value"), threshold_source=threshold_source(t),
+            threshold_degenerate=t.get("degenerate"), threshold_near_degenerate=t.get("near_degenerate"),
+            threshold_warning=t.get("warning"),
+            test_cases=test.get("n"),
+            test_precision=test.get("precision"), test_recall=test.get("recall"), test_f1=test.get("f1"),
+            p50_ms=lat.get("p50"), p95_ms=lat.get("p95"), latency_basis=lat.get("basis"),
+        ))
     return rows
 
 
@@ -186,46 +202,47 @@ class Run:
 
     def __init__(self, run_dir: str | Path, result: RunResult | None = None):
         self.run_dir = Path(run_dir)
-        self.manifest: dict[str, Any] = read_json(self.run_dir / MANIFEST)  # a clear error if not a run
+        self.files = RunDir.open(self.run_dir)  # a clear error if not a run; the manifest read once
         self.result = result
 
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """manifest.json as a mapping (`files.manifest` is the typed record)."""
+        return self.files.doc
+
     def __repr__(self) -> str:
-        n = (self.manifest.get("dataset") or {}).get("total", "?")
-        ids = ", ".join(v["id"] for v in self.manifest.get("verifiers") or [])
+        m = self.files.manifest
+        n = "?" if m.dataset.total is None else m.dataset.total
+        ids = ", ".join(v.id for v in m.verifiers)
         return f"Run({str(self.run_dir)!r}: {self.suite!r}, {n} cases, verifiers {ids}, {self.status})"
 
     # --- what the directory says about itself -------------------------------------------------------------
 
     @property
     def suite(self) -> str:
-        return (self.manifest.get("suite") or {}).get("name", "")
+        return self.files.manifest.suite.name
 
     @property
     def status(self) -> str:
-        return self.manifest.get("status", "unknown")
+        return self.files.manifest.status
 
     @property
     def dataset_hash(self) -> str:
-        return (self.manifest.get("dataset") or {}).get("hash", "")
+        return self.files.manifest.dataset.hash
 
     @property
     def report_path(self) -> Path:
         return self.run_dir / REPORT
 
-    @cached_property
+    @property
     def metrics_json(self) -> dict[str, Any]:
         """metrics.json as written by the run."""
-        path = self.run_dir / METRICS
-        if not path.exists():
-            raise RunDirError(f"{path}: not found; the run has no metrics yet (status {self.status}). Finish it "
-                              f"with verifybench.report({str(self.run_dir)!r}) or `verifybench report {self.run_dir}`")
-        return read_json(path)
+        return self.files.stored_metrics()
 
     def reload(self) -> Run:
         """Forget the frames read so far; the next access reads the files again."""
-        self.manifest = read_json(self.run_dir / MANIFEST)
-        for name in ("metrics_json", "cases", "verdicts", "metrics", "threshold_table", "summary", "_settings",
-                     "_case_index"):
+        self.files = RunDir.open(self.run_dir)
+        for name in ("cases", "verdicts", "metrics", "threshold_table", "summary", "_settings", "_case_index"):
             self.__dict__.pop(name, None)
         return self
 
@@ -234,7 +251,7 @@ class Run:
     @property
     def n_cases(self) -> int:
         """Cases in the run, however many calls scored them."""
-        total = (self.manifest.get("dataset") or {}).get("total")
+        total = self.files.manifest.dataset.total
         return int(total) if total is not None else len(self._case_index)
 
     @property
@@ -245,12 +262,12 @@ class Run:
     @property
     def n_skipped_records(self) -> int:
         """Input records the run skipped as bad (`on_error: skip`), listed in errors.jsonl."""
-        return int((self.manifest.get("dataset") or {}).get("skipped_records") or 0)
+        return self.files.manifest.dataset.skipped_records or 0
 
     @property
     def notes(self) -> list[str]:
         """What the run had to say (a stale lock taken over, ...): this call's, or the manifest's."""
-        return self.result.notes if self.result is not None else list(self.manifest.get("notes") or [])
+        return self.result.notes if self.result is not None else list(self.files.manifest.notes)
 
     # Before 0.2 these three meant this call's counts on a fresh run and the whole run's on a loaded one.
     @property
@@ -275,13 +292,11 @@ class Run:
 
     @cached_property
     def _settings(self) -> Settings:
-        from verifybench.evaluation.reading import settings_for
-
-        return settings_for(self.run_dir, self.manifest)
+        return self.files.settings()
 
     @cached_property
     def _case_index(self) -> list[dict[str, Any]]:
-        return read_case_index(self.run_dir)
+        return self.files.case_rows()
 
     def _frame(self, cases: list[dict], verdicts: list) -> pd.DataFrame:
         from verifybench.metrics import frame
@@ -332,7 +347,7 @@ class Run:
         import numpy as np
         import pandas as pd
 
-        f = self._frame(self._case_index, read_verdicts(self.run_dir)).rename(columns={"role": "split"})
+        f = self._frame(self._case_index, self.files.verdict_rows()).rename(columns={"role": "split"})
         m = self.metrics_json.get("verifiers") or {}
 
         def value(sm: dict | None) -> float:
@@ -387,6 +402,10 @@ class Run:
                              "target": t.get("target"), "warning": t.get("warning"),
                              **{k: t.get(k) for k in ("kind", "fallback_from", "degenerate") if k in t}})
         return pd.DataFrame(rows)
+
+    def summary_rows(self) -> list[SummaryRow]:
+        """`summary` as rows (what `verifybench run` prints at its end)."""
+        return summary_rows(self.metrics_json)
 
     @cached_property
     def summary(self) -> pd.DataFrame:

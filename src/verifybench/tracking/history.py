@@ -13,6 +13,7 @@ the page's drift section (`drift_history`); a page of drift records alone has no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -86,7 +87,7 @@ def _when(iso: str | None) -> datetime:
         return datetime.min
 
 
-def split_inputs(paths: list[str | Path]) -> tuple[list[str | Path], list[Path]]:
+def split_inputs(paths: Sequence[str | Path]) -> tuple[list[str | Path], list[Path]]:
     """(run directories, drift record files): a .json file is a drift record, and so is each
     `drift-*.json` of a folder that is not a run directory."""
     runs: list[str | Path] = []
@@ -191,7 +192,7 @@ def _figure(rows: list[RunRow], lines: list[Series], metric: str, slice_name: st
     return fig
 
 
-def write_history(run_dirs: list[str | Path], metric: str = "auroc", slice_name: str = OVERALL,
+def write_history(run_dirs: Sequence[str | Path], metric: str = "auroc", slice_name: str = OVERALL,
                   out: str | Path | None = None) -> Path:
     """Draw `metric` per verifier over the runs in time order; HTML page, or PNG when `out` ends in .png.
     Drift records among `run_dirs` (files, or folders of them) get the page's drift section."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from verifybench.loaders.mlflow_labels import CASE_TAG, all_traces
 from verifybench.tracking.mlflow_store import (
@@ -68,8 +68,21 @@ def trace_of(case_id: str, meta: dict[str, Any]) -> tuple[str, str] | None:
     return (m.group(1), m.group(2)) if m else None
 
 
+class Assessed(TypedDict):
+    """What `log_assessments` logged (`verifybench log --assessments`)."""
+
+    run: str
+    mlflow_run: str
+    experiment: str
+    traces_created: int  # traces recorded for cases the app's traces do not hold
+    on_existing_traces: int
+    expectations: int  # labels
+    feedback: int  # verdicts
+    skipped: int  # already there
+
+
 def log_assessments(run_dir: str | Path, tracking_uri: str | None = None, experiment: str | None = None
-                    ) -> dict[str, Any]:
+                    ) -> Assessed:
     """Log the run's labels and verdicts as assessments (see the module); the run directory is logged as
     an MLflow run first (or found, when logged before). Returns counts."""
     import mlflow
@@ -93,7 +106,9 @@ def log_assessments(run_dir: str | Path, tracking_uri: str | None = None, experi
             _assess(uri, client, rows, targets, key, counts)
     except MlflowException as e:
         raise TrackingError(f"MLflow ({redact(uri)}): {str(e).splitlines()[0][:300]}") from None
-    return {"run": str(run_dir), "mlflow_run": logged.run_id, "experiment": logged.experiment, **counts}
+    return Assessed(run=str(run_dir), mlflow_run=logged.run_id, experiment=logged.experiment,
+                    traces_created=counts["traces_created"], on_existing_traces=counts["on_existing_traces"],
+                    expectations=counts["expectations"], feedback=counts["feedback"], skipped=counts["skipped"])
 
 
 def _verdict_rows(run_dir: Path, metrics: dict[str, Any], manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:

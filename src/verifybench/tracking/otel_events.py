@@ -26,7 +26,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from verifybench.errors import VerifybenchError
 
@@ -141,7 +141,15 @@ def span_context(trace_id: Any, span_id: Any) -> Any:
     return trace.set_span_in_context(NonRecordingSpan(ctx)) if ctx.is_valid else None
 
 
-def export_run(run_dir: str | Path, endpoint: str | None = None, timeout_ms: int = 30_000) -> dict[str, Any]:
+class Exported(TypedDict):
+    """What `export_run` sent (`verifybench log --otlp`)."""
+
+    run: str
+    events: int  # gen_ai.evaluation.result events, one per verdict
+    endpoint: str
+
+
+def export_run(run_dir: str | Path, endpoint: str | None = None, timeout_ms: int = 30_000) -> Exported:
     """Export a finished run's verdicts as events (`verifybench log RUN --otlp`), at the thresholds its
     metrics.json applies per slice (the slice's own, else the whole set's). A case read from a trace
     is parented to its span. Returns what was sent."""
@@ -200,4 +208,4 @@ def export_run(run_dir: str | Path, endpoint: str | None = None, timeout_ms: int
             raise TelemetryError(f"the events did not all reach {sink.endpoint} within {timeout_ms / 1000:g} s")
     finally:
         sink.close()
-    return {"run": str(run_dir), "events": sent, "endpoint": sink.endpoint}
+    return Exported(run=str(run_dir), events=sent, endpoint=sink.endpoint)

@@ -1,8 +1,9 @@
-"""Is a run directory fit to be measured? Every (verifier, case) pair has exactly one verdict; a baseline
-or a gate also needs every verdict present and the run finished. Each check names the file and says
-what to do, instead of numbers that quietly count a case twice or leave some out.
+"""The requirements a run directory must meet before it is measured: every (verifier, case) pair has
+exactly one verdict; a baseline or a gate also needs every verdict present and the run finished. Each
+refusal names the file and says what to do, instead of numbers that quietly count a case twice or leave
+some out.
 
-The checks read the columnar case and verdict tables (`verifybench.tables`; rows are accepted too), so
+The requirements read the columnar case and verdict tables (`verifybench.tables`; rows are accepted too), so
 a million-case run is checked with integer arrays, not a Python tuple per verdict."""
 
 from __future__ import annotations
