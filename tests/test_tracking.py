@@ -43,26 +43,13 @@ def runs(tmp_path_factory, root):
     return {"suite": suite, "first": first, "with_policy": make_run(folder / "with-policy", suite, policy=policy)}
 
 
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory) -> Path:
-    """An empty MLflow SQLite store, made once: MLflow's schema migrations take seconds per new file."""
-    path = tmp_path_factory.mktemp("store") / "empty.db"
-    here = os.getcwd()
-    os.chdir(path.parent)  # MLflow places the default experiment's artifacts under the current directory
-    try:
-        mlflow.MlflowClient(f"sqlite:///{path}").search_experiments(max_results=1)
-    finally:
-        os.chdir(here)
-    return path
-
-
 @pytest.fixture
-def sqlite_uri(tmp_path, monkeypatch, empty_store):
+def sqlite_uri(tmp_path, monkeypatch, mlflow_empty_store):
     """A fresh SQLite store; the working directory is the temp dir, where MLflow puts its artifacts."""
     monkeypatch.chdir(tmp_path)
     for var in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"):
         monkeypatch.delenv(var, raising=False)
-    shutil.copyfile(empty_store, tmp_path / "store.db")
+    shutil.copyfile(mlflow_empty_store, tmp_path / "store.db")
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # what mlflow.search_runs reads back from
     return uri
