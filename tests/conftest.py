@@ -57,6 +57,22 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def mlflow_empty_store(tmp_path_factory) -> Path:
+    """An empty MLflow SQLite store, made once a session: MLflow's schema migrations take seconds per new
+    file, so a test copies this one (`shutil.copyfile`) instead of creating its own."""
+    import mlflow
+
+    path = tmp_path_factory.mktemp("mlflow-store") / "empty.db"
+    here = os.getcwd()
+    os.chdir(path.parent)  # MLflow places the default experiment's artifacts under the current directory
+    try:
+        mlflow.MlflowClient(f"sqlite:///{path}").search_experiments(max_results=1)
+    finally:
+        os.chdir(here)
+    return path
+
+
 @pytest.fixture
 def fake():
     """Real OpenAI-format HTTP servers on 127.0.0.1 (`helpers.fake_llm.FakeLLM`), each following its script;

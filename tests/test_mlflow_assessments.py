@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 from conftest import write
@@ -18,14 +19,15 @@ from verifybench.loaders import DatasetSpec, iter_cases
 from verifybench.suite import parse_suite
 
 mlflow = pytest.importorskip("mlflow", reason="needs the mlflow extra (part of the test extra)")
-pytestmark = pytest.mark.slow  # a new MLflow store runs its schema migrations (seconds)
+pytestmark = pytest.mark.slow  # MLflow's tracing and its SQLite store (seconds)
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
+def store(tmp_path, monkeypatch, mlflow_empty_store):
     monkeypatch.chdir(tmp_path)  # MLflow puts artifacts under the working directory
     for var in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"):
         monkeypatch.delenv(var, raising=False)
+    shutil.copyfile(mlflow_empty_store, tmp_path / "store.db")  # migrated once a session, not per test
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)

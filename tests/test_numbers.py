@@ -341,3 +341,38 @@ def test_piped_output_prints_full_table_cells(tmp, data):
     assert out.returncode == 0, out.stderr
     assert long_id in out.stdout and "…" not in out.stdout
     assert max(len(line) for line in out.stdout.splitlines()) > 80
+
+
+def test_the_content_hash_is_the_same_however_it_is_held(monkeypatch):
+    """The content hash is stored in every manifest and baseline: held as columns (to save memory on a
+    million cases) it is still sha256 over the case digests in id order, equal ids in arrival order, as
+    `sorted` gave it when each case was a tuple: ids past the BMP, accents, digits against letters,
+    repeated ids, batches of any size across the packing boundary."""
+    import hashlib
+    import random
+
+    from verifybench.cases import Case
+    from verifybench.identity import ContentHash, case_digest
+
+    ids = ["a10", "a9", "Z", "z", "é", "e\u0301", "😀", "\uffff", "中", "a", "a", "", "id with space"]
+    cases = [Case(id=i, dataset="d", response=f"answer {n}", sources=[{"id": "s", "text": f"source {n}"}], label=n % 2 == 0)
+             for n, i in enumerate(ids * 3)]
+    random.Random(0).shuffle(cases)
+
+    def as_before(cs):
+        h = hashlib.sha256(b"verifybench cases v1\n")
+        for _, d in sorted(((c.id, case_digest(c)) for c in cs), key=lambda p: p[0]):
+            h.update(d)
+        return h.hexdigest()
+
+    monkeypatch.setattr(ContentHash, "_PACK", 5)  # several packed arrays and a pending remainder
+    for size in (1, 4, 7, len(cases)):
+        h = ContentHash()
+        for start in range(0, len(cases), size):
+            h.add(cases[start:start + size])
+        assert h.hexdigest() == as_before(cases), size
+    assert ContentHash().hexdigest() == as_before([])
+    # Pinned as the code before the columns wrote it: a stored baseline's hash still matches.
+    h = ContentHash()
+    h.add(cases[:3])
+    assert h.hexdigest() == "64e2b5bc485bcd9df1dbc4a993e33a3f17f75fdfb048c7fab79aca31184334b0"

@@ -10,10 +10,7 @@ from verifybench import api
 pytest_plugins = ["pytester"]
 
 
-@pytest.fixture
-def project(pytester, root, monkeypatch):
-    shutil.copy(root / "datasets/demo/cases.jsonl", pytester.path / "cases.jsonl")
-    pytester.makefile(".yaml", suite="""
+SUITE = """
 name: plugin-demo
 dataset:
   loader: jsonl
@@ -22,10 +19,26 @@ dataset:
 verifiers:
   - rouge
   - "helpers.verifiers:Weakenable": {id: model}
-""")
+"""
+
+
+@pytest.fixture(scope="module")
+def baseline(root, tmp_path_factory):
+    """The project's committed baseline: its suite run once for the module (each test's project gets a copy)."""
+    folder = tmp_path_factory.mktemp("plugin-baseline")
+    shutil.copy(root / "datasets/demo/cases.jsonl", folder / "cases.jsonl")
+    (folder / "suite.yaml").write_text(SUITE, encoding="utf-8")
+    run = api.run(folder / "suite.yaml", out=folder / "base-run", progress=False)
+    return api.baseline(run.run_dir, out=folder / "plugin-demo.json")
+
+
+@pytest.fixture
+def project(pytester, root, monkeypatch, baseline):
+    shutil.copy(root / "datasets/demo/cases.jsonl", pytester.path / "cases.jsonl")
+    pytester.makefile(".yaml", suite=SUITE)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")]))
-    run = api.run(pytester.path / "suite.yaml", out=pytester.path / "base-run", progress=False)
-    api.baseline(run.run_dir, out=pytester.path / "metrics/plugin-demo.json")
+    (pytester.path / "metrics").mkdir()
+    shutil.copy(baseline, pytester.path / "metrics/plugin-demo.json")
     pytester.makepyfile(test_detection="""
 import pytest
 
@@ -41,15 +54,10 @@ def test_marker(verifybench_gate):
 
 
 @pytest.mark.slow
-def test_plugin_passes_an_unchanged_project(project):
-    result = project.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
-
-
-@pytest.mark.slow
-def test_one_run_per_session_kept_under_a_stable_path(project):
-    """Both tests use suite.yaml: it runs once, into reports/pytest/suite, which the summary prints; the
-    next session replaces that run instead of piling up folders."""
+def test_plugin_passes_an_unchanged_project_with_one_run_per_session(project):
+    """An unchanged project passes (both tests); both use suite.yaml: it runs once, into
+    reports/pytest/suite, which the summary prints; the next session replaces that run instead of piling
+    up folders. (Once a test of its own: the first session here is that test.)"""
     for _ in range(2):
         result = project.runpytest_subprocess("-p", "no:cacheprovider")
         result.assert_outcomes(passed=2)

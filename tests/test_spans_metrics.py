@@ -254,3 +254,20 @@ def test_pairwise_bootstrap_in_blocks_equals_one_draw_of_every_resample():
     sums = w @ np.stack([c["wins"], c["pairs"]], axis=1)
     draws = sums[:, 0] / sums[:, 1]
     assert got["ci"] == pytest.approx(list(np.quantile(draws, [0.025, 0.975])), abs=1e-12)
+
+
+def test_pairwise_interval_is_the_same_drawn_in_parts(monkeypatch):
+    """Past 20,000 groups the pair bootstrap draws each block of resamples in smaller parts (memory): the
+    same Poisson draws, so the same interval, also where a block holds an odd number of resamples."""
+    from verifybench.metrics import pairs
+
+    rng = np.random.default_rng(2)
+    n = 25_001  # groups; a block is 4,000,000 // n = 159 resamples (odd), so 200 make two blocks
+    group = np.repeat(np.arange(n), 2)
+    label = np.tile([True, False], n)
+    score = rng.random(2 * n) + 0.2 * label
+    sl = np.array(["a", "b"], dtype=object)[np.repeat(np.arange(n) % 2, 2)]
+    whole = pairwise_accuracy(group, label, score, sl, n_boot=200, seed=4)
+    monkeypatch.setattr(pairs, "POISSON_PART", 100_000)  # parts of 2 resamples
+    assert pairwise_accuracy(group, label, score, sl, n_boot=200, seed=4) == whole
+    assert whole["ci"][0] < whole["accuracy"] < whole["ci"][1]

@@ -183,15 +183,18 @@ def test_pairs_from_the_run_tables_equal_pairs_from_the_rows(tmp_path):
     from verifybench.evaluation.run_dir import RunDir
 
     rows = [{k: v for k, v in r.items() if k != "bad"} for r in make_rows(60, seed=3)]
+    for r in rows:  # slices by a meta field: each pair in one of three tiers
+        r["tier"] = ("gold", "silver", "bronze")[r["pair"] % 3]
     rows += [{"id": f"solo-{i}", "response": SOURCE, "sources": [SOURCE], "label": i % 2} for i in range(12)]
     data = write(tmp_path / "cases.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     suite = parse_suite({"name": "pairs", "dataset": {"loader": "jsonl", "path": str(data), "fields": {"group": "pair"}},
                          "verifiers": ["rouge", {"helpers.span_verifiers:WordNovelty": {"id": "novelty"}}],
-                         "metrics": {"min_per_class": 10, "bootstrap": 200, "by": "dataset"}}, tmp_path)
+                         "metrics": {"min_per_class": 10, "bootstrap": 200, "by": "meta.tier"}}, tmp_path)
     run = tmp_path / "run"
     api.run(suite, out=run, progress=False)
     from_tables = json.loads((run / "metrics.json").read_text())
     assert from_tables["pairs"]["groups"] == 60 and from_tables["pairs"]["cases_in_groups"] == 120
+    assert set(from_tables["verifiers"]["rouge"]["pairs"]["slices"]) == {"gold", "silver", "bronze"}
     from_rows = localization.add_metrics({"verifiers": {"rouge": {}, "novelty": {}}}, run,
                                          RunDir.open(run).settings())
     assert from_rows["pairs"] == from_tables["pairs"]

@@ -239,3 +239,19 @@ def test_suite_can_fix_a_threshold_instead_of_fitting_one(tmp_path, root):
     html = (run.run_dir / "report.html").read_text()
     assert "Flagged at the threshold from the suite (metrics.fixed), by meta.error_type" in html
     assert "By meta.error_type (test split): no threshold" in html
+
+
+def test_the_threshold_interval_is_the_same_drawn_in_smaller_blocks(monkeypatch):
+    """Past 20,000 cases the threshold interval's resamples are Poisson draws, taken a few rows at a time
+    on a large set (memory): the same draws, so the same interval, as 64 resamples at a time."""
+    from verifybench.metrics import thresholds
+
+    rng = np.random.default_rng(1)
+    t = rng.random(30_001) < 0.4
+    s = np.sort(rng.random(len(t)) + 0.3 * t)[::-1]  # sorted by decreasing score, as the caller gives them
+    t = t[np.argsort(-(rng.random(len(t)) + 0.3 * t), kind="stable")]
+    target = parse_target("f1")
+    whole = thresholds.threshold_interval(t, s, target, n_boot=50, seed=3)
+    monkeypatch.setattr(thresholds, "INTERVAL_BLOCK", 100_000)  # 2 resamples a block (3 rounded down to even)
+    assert thresholds.threshold_interval(t, s, target, n_boot=50, seed=3) == whole
+    assert whole["resamples"] == 50 and whole["low"] < whole["high"]

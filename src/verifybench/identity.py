@@ -68,18 +68,45 @@ def case_digest(case: Case) -> bytes:
 
 class ContentHash:
     """The content hash of a stream of cases, fed a batch at a time (order does not matter: the digests
-    are combined in id order)."""
+    are combined in id order).
+
+    Held as columns, not a tuple of Python objects per case: the ids as UTF-8 bytes in Arrow arrays and
+    the digests in one buffer (a million cases: about 45 MB instead of 200 MB, held through the whole
+    scoring pass). Arrow sorts the ids by their bytes, which for UTF-8 is code-point order, the order
+    `sorted` gives the strings; the sort is stable, so cases with equal ids keep their order, as `sorted`
+    keeps it."""
+
+    _PACK = 65536  # ids kept as Python bytes before they are packed into an Arrow array
 
     def __init__(self) -> None:
-        self._digests: list[tuple[str, bytes]] = []
+        self._ids: list[Any] = []  # pyarrow binary arrays
+        self._pending: list[bytes] = []
+        self._digests = bytearray()
 
     def add(self, cases: Iterable[Case]) -> None:
-        self._digests.extend((c.id, case_digest(c)) for c in cases)
+        for c in cases:
+            self._pending.append(c.id.encode())
+            self._digests += case_digest(c)
+        if len(self._pending) >= self._PACK:
+            self._pack()
+
+    def _pack(self) -> None:
+        import pyarrow as pa
+
+        if self._pending:
+            self._ids.append(pa.array(self._pending, pa.binary()))
+            self._pending = []
 
     def hexdigest(self) -> str:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         h = hashlib.sha256(b"verifybench cases v1\n")
-        for _, d in sorted(self._digests, key=lambda p: p[0]):
-            h.update(d)
+        self._pack()
+        if self._ids:
+            order = np.asarray(pc.sort_indices(pa.chunked_array(self._ids, pa.binary())), dtype=np.int64)
+            h.update(np.frombuffer(self._digests, np.uint8).reshape(-1, 32)[order].tobytes())
         return h.hexdigest()
 
 

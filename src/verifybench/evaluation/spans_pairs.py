@@ -211,20 +211,26 @@ def _table_pairs(cases: pd.DataFrame, scored: pd.DataFrame, s: Settings
                  ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The pair section from the columnar case table and metrics frame (`tables`, `metrics.frame`): what
     `finish` already holds, so a million grouped cases cost no dict or JSON parse per case."""
+    import pandas as pd  # at run time only here: the frames passed in have loaded it
+
     n = len(cases)
     group = cases["group"].to_numpy()
     grouped = group < cases.attrs["groups"]
     rows = scored["case_row"].to_numpy()
-    slices = np.full(n, "none", dtype=object)
-    slices[rows] = scored["slice"].astype(str).to_numpy(dtype=object)
+    # Slices and verifiers as integer codes: a string per row would be two million Python objects.
+    slice_codes, slice_names = pd.factorize(scored["slice"], sort=False)
+    names = np.array([*map(str, slice_names), "none"], dtype=object)  # a missing slice (code -1) is "none"
+    at = np.full(n, -1, dtype=np.int64)
+    at[rows] = slice_codes
+    slices = names[at]  # one object per slice name, shared by its cases
     ok = scored["ok"].to_numpy(bool)
     score = scored["score"].to_numpy(float)
-    verifier = scored["verifier"].astype(str).to_numpy()
+    verifier, vids = pd.factorize(scored["verifier"], sort=False)  # file order, as results.jsonl lists them
     scores: dict[str, np.ndarray] = {}
-    for vid in dict.fromkeys(verifier):  # file order, as results.jsonl lists them
-        mine = (verifier == vid) & ok
-        scores[vid] = np.full(n, np.nan)
-        scores[vid][rows[mine]] = score[mine]
+    for code, vid in enumerate(vids):
+        mine = (verifier == code) & ok
+        scores[str(vid)] = np.full(n, np.nan)
+        scores[str(vid)][rows[mine]] = score[mine]
     return pair_section(group, grouped, cases["label"].to_numpy(bool), slices, scores, s)
 
 

@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from verifybench.metrics.bootstrap import ALPHA, N_BOOT, _interval, resample_weights
+from verifybench.metrics.bootstrap import ALPHA, N_BOOT, POISSON_ABOVE, _interval, resample_weights
+
+BLOCK_WEIGHTS = 4_000_000  # resample weights of one block of the interval's resamples
+POISSON_PART = 1_000_000  # ... drawn in parts of about this many weights past POISSON_ABOVE groups
 
 
 def pair_counts(group: ArrayLike, label: ArrayLike, score: ArrayLike) -> dict[str, np.ndarray]:
@@ -83,13 +86,19 @@ def pairwise_accuracy(group: ArrayLike, label: ArrayLike, score: ArrayLike, slic
         picked = {k: (m[idx], cols[idx][m[idx]]) for k, m in parts.items()}
         sums = {k: np.empty((n_boot, 2)) for k in parts}
         # Resamples in blocks of at most ~4M weights: 1,000 x 500,000 groups at once would be 4 GB. A run
-        # of up to 4,000 groups draws them in one block, as before.
-        chunk = max(1, 4_000_000 // len(idx))
+        # of up to 4,000 groups draws them in one block, as before. Past POISSON_ABOVE groups a block is
+        # drawn in parts of about POISSON_PART weights, an even number of resamples each and the last
+        # ending where the block ends: numpy then draws the same Poisson counts (it draws 16-bit integers
+        # in pairs and drops the half of a call's odd last one), so the same interval, holding less.
+        chunk = max(1, BLOCK_WEIGHTS // len(idx))
+        part = chunk if len(idx) <= POISSON_ABOVE else max(2, POISSON_PART // len(idx) // 2 * 2)
         for start in range(0, n_boot, chunk):
             stop = min(n_boot, start + chunk)
-            w = resample_weights(np.ones(len(idx), bool), stop - start, rng).astype(float)
-            for k, (m, c_m) in picked.items():
-                sums[k][start:stop] = w[:, m] @ c_m
+            for a in range(start, stop, part):
+                b = min(stop, a + part)
+                w = resample_weights(np.ones(len(idx), bool), b - a, rng).astype(float)
+                for k, (m, c_m) in picked.items():
+                    sums[k][a:b] = w[:, m] @ c_m
         for k in parts:
             with np.errstate(invalid="ignore", divide="ignore"):
                 draws[k] = sums[k][:, 0] / sums[k][:, 1]

@@ -227,6 +227,7 @@ def labeled_roles(split_values, labeled=None, seed: int = 0, test_fraction: floa
 # A threshold's interval costs one weighted curve per resample: cases x resamples is held under this.
 INTERVAL_WORK = 20_000_000
 INTERVAL_MIN_RESAMPLES = 20
+INTERVAL_BLOCK = 4_000_000  # resample weights held at once
 
 
 def threshold_interval(t: np.ndarray, s: np.ndarray, target: Target, n_boot: int, seed: int = 0,
@@ -246,8 +247,13 @@ def threshold_interval(t: np.ndarray, s: np.ndarray, target: Target, n_boot: int
         return None
     rng = np.random.default_rng(seed)
     values = np.full(k, np.nan)
-    for start in range(0, k, 64):
-        w = resample_weights(t, min(64, k - start), rng)
+    # Resamples drawn a block at a time, the block held under INTERVAL_BLOCK weights (64 x 500,000 float32
+    # weights were 128 MB at the peak of a million-case run). Up to 62,500 cases a block is 64 resamples as
+    # it always was; past POISSON_ABOVE (20,000) the Poisson draws are the same in blocks of any even
+    # number of resamples (numpy draws 16-bit integers in pairs and drops the half of an odd call's last).
+    block = max(2, min(64, INTERVAL_BLOCK // n) // 2 * 2)
+    for start in range(0, k, block):
+        w = resample_weights(t, min(block, k - start), rng)
         for j, row in enumerate(w):
             curve = sorted_curve(t, s, np.asarray(row, float))
             i = select_threshold(curve, target)

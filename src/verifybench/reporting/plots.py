@@ -4,18 +4,27 @@ label holds, and the report stays one file."""
 from __future__ import annotations
 
 import base64
+import functools
 import io
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
-plt.rcParams.update({"svg.fonttype": "path", "svg.hashsalt": "verifybench", "font.size": 8.5})
+@functools.cache
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, loaded at the first chart: importing it costs about a second
+    that a command drawing nothing (gate, compare, baseline) and the test collection need not pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "path", "svg.hashsalt": "verifybench", "font.size": 8.5})
+    return plt
 
 
 def _uri(fig) -> str:
+    plt = _pyplot()
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
@@ -32,6 +41,7 @@ def _rates(curve: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def curves_svg(curve: dict, threshold: float | None, auroc: float | None, auprc: float | None) -> str:
     """Precision-recall and ROC side by side, with the no-skill lines and the chosen threshold marked."""
+    plt = _pyplot()
     recall, precision, fpr = _rates(curve)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.0, 3.0))
     prevalence = curve["n_pos"] / max(curve["n_pos"] + curve["n_neg"], 1)
@@ -58,6 +68,7 @@ def curves_svg(curve: dict, threshold: float | None, auroc: float | None, auprc:
 
 def reliability_svg(rel: dict, ece: float | None, brier: float | None) -> str:
     """Observed hallucination rate against the mean predicted probability, per bin (marker size = count)."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(3.2, 3.0))
     ax.plot([0, 1], [0, 1], color="#999", lw=0.8, ls="--", label="perfect calibration")
     sizes = 10 + 90 * np.asarray(rel["count"], float) / max(max(rel["count"]), 1)
@@ -74,6 +85,7 @@ def reliability_svg(rel: dict, ece: float | None, brier: float | None) -> str:
 
 def operating_svg(points: list[dict]) -> str:
     """Test-split F1 against p95 latency (and cost, when any verifier reports one); Pareto front joined."""
+    plt = _pyplot()
     pts = [p for p in points if p.get("f1") is not None and p.get("p95_ms") is not None]
     has_cost = any((p.get("cost_per_1k") or 0) > 0 for p in pts)
     fig, axes = plt.subplots(1, 2 if has_cost else 1, figsize=(7.0 if has_cost else 4.2, 3.0), squeeze=False)
