@@ -44,7 +44,7 @@ def test_the_refund_pack_is_package_data_loaded_like_any_pack():
     assert pack.folder.is_relative_to(Path(graph.__file__).parent)  # found through importlib.resources
     assert pack.subject == "orders" and pack.canonical("eligible_for_refund") == "refund_eligible"
     assert {t: len(df) for t, df in load_facts(pack=pack).tables().items()} == {
-        "customers": 96, "orders": 384, "policies": 4}
+        "customers": 97, "orders": 385, "policies": 4}  # 384 generated orders + the seed's A-91
     with pytest.raises(PackError, match="no pack of that name"):
         load_pack("no-such-domain")
 
@@ -202,56 +202,36 @@ def test_a_wheel_install_finds_the_refund_pack_outside_the_checkout(tmp_path):
 
 # --- the seed's worked example ----------------------------------------------------------------------------
 
-SEED_FACTS = {  # "Order A-91 belongs to Customer C-184; Customer C-184 has tier GOLD; GOLD customers have a 30-day window"
-    "customers": "customer_id,name,tier\nC-184,Customer 184,GOLD\n",
-    "orders": "order_id,customer_id,amount,shipping,final_sale,defective,days_since_delivery\n"
-              "A-91,C-184,129.99,5.99,false,false,12\n",
-    # The seed's GOLD policy: original payment, no restocking fee, shipping not refundable.
-    "policies": "policy_id,tier,return_window_days,restocking_fee_pct,refund_method,shipping_refundable,"
-                "retroactive_bereavement\nP-GOLD,GOLD,30,0,ORIGINAL_PAYMENT,false,false\n",
-}
+def _docs_block(info: str) -> str:
+    text = (ROOT / "docs/graph.md").read_text(encoding="utf-8")
+    return re.search(rf"```{info}\n(.*?)```", text, re.S).group(1)
 
 
-def test_the_seed_worked_example(tmp_path):
-    """The graph-entailment seed: facts about A-91, what RelationalAI derives from them, its own claim JSON
-    and claim type names (`eligible_for_refund`), and the plausible answer the graph rejects ("refund A-91
-    as store credit, the customer is Platinum": GOLD, not PLATINUM; ORIGINAL_PAYMENT, not STORE_CREDIT; not
-    defective; shipping not refundable)."""
-    for name, text in SEED_FACTS.items():
-        (tmp_path / f"{name}.csv").write_text(text)
-    verifier = GraphVerifier(facts=str(tmp_path))
-    derived = {(r["claim_type"], r["value"]) for r in verifier.checker().kg.derived().to_dict("records")}
-    # "Order A-91 is refund eligible; refund amount is 129.99; refund method is ORIGINAL_PAYMENT"
+def test_the_seed_worked_example_on_the_bundled_pack(capsys):
+    """The graph-entailment seed's example in the bundled facts (no fixture): A-91 of customer C-184, tier
+    GOLD, 30-day window; the graph derives eligible, 129.99, ORIGINAL_PAYMENT; "store credit because the
+    customer is Platinum" is rejected on the seed's four points. The docs/graph.md block prints this."""
+    facts = load_facts(pack=load_pack("refunds")).tables()
+    assert facts["orders"].set_index("order_id").loc["A-91", "customer_id"] == "C-184"
+    assert facts["customers"].set_index("customer_id").loc["C-184", "tier"] == "GOLD"
+    derived = {(r["claim_type"], r["value"]) for r in GraphVerifier().checker().kg.derived().to_dict("records")
+               if r["subject_id"] == "A-91"}
     assert {("refund_eligible", "true"), ("refund_amount", "12999"), ("refund_method", "ORIGINAL_PAYMENT"),
-            ("customer_tier", "GOLD"), ("return_window_days", "30")} <= derived
+            ("customer_tier", "GOLD"), ("return_window_days", "30"), ("defective", "false"),
+            ("shipping_refundable", "false")} <= derived
 
-    seed_claim = {"claim_type": "refund_method", "subject_id": "A-91", "value": "ORIGINAL_PAYMENT",
-                  "evidence": "Refund policy for GOLD uses ORIGINAL_PAYMENT."}
-    faithful = Case(id="faithful", dataset="seed", response="", label=False, claims=[
-        seed_claim, claim("eligible_for_refund", "A-91", True), claim("refund_amount", "A-91", "129.99"),
-        claim("customer_tier", "A-91", "GOLD")])
-    (ok,) = verifier.verify([faithful])
-    assert ok.score == 0.0 and [u.status for u in ok.units] == ["entailed"] * 4
-    assert ok.units[1].detail["written_type"] == "eligible_for_refund"
+    exec(compile(_docs_block("python seed-example"), "docs/graph.md", "exec"), {})  # noqa: S102 - our own docs
+    assert capsys.readouterr().out == _docs_block("text seed-example-output")
 
-    # The seed's plausible wrong answer, as prose and as the claims it makes.
+    # The same answer as prose: the pack's patterns read the tier and the method, both contradicted.
     answer = "Refund order A-91 as store credit, since the customer is Platinum."
-    (from_prose,) = GraphVerifier(facts=str(tmp_path), claims="from_response").verify(
-        [Case(id="prose", dataset="seed", response=answer, label=True)])
+    (from_prose,) = GraphVerifier(claims="from_response").verify([Case(id="p", dataset="seed", response=answer, label=True)])
     assert {(u.text, u.status, u.detail["expected"]) for u in from_prose.units} == {
         ("refund_method of A-91 = STORE_CREDIT", "contradicted", "ORIGINAL_PAYMENT"),
         ("customer_tier of A-91 = PLATINUM", "contradicted", "GOLD")}
-    wrong = Case(id="wrong", dataset="seed", response=answer, label=True, claims=[
-        claim("refund_method", "A-91", "STORE_CREDIT"), claim("customer_tier", "A-91", "PLATINUM"),
-        claim("defective", "A-91", True), claim("shipping_refundable", "A-91", True)])
-    (rejected,) = verifier.verify([wrong])
-    assert [(u.status, u.detail["expected"]) for u in rejected.units] == [
-        ("contradicted", "ORIGINAL_PAYMENT"), ("contradicted", "GOLD"), ("contradicted", "false"),
-        ("contradicted", "false")]
-    assert rejected.score == 1.0
     # No order of that id: the seed's "unsupported".
-    (unknown,) = verifier.verify([Case(id="u", dataset="seed", response="", label=True,
-                                       claims=[claim("eligible_for_refund", "A-404", True)])])
+    (unknown,) = GraphVerifier().verify([Case(id="u", dataset="seed", response="", label=True,
+                                              claims=[claim("eligible_for_refund", "A-404", True)])])
     assert unknown.units[0].status == "unsupported"
 
 

@@ -45,10 +45,17 @@ ERROR_TYPES = ("wrong_tier", "wrong_method", "eligibility_flipped", "amount_digi
 POLICIES = {
     "BRONZE": (14, 15, "STORE_CREDIT", False),
     "SILVER": (21, 10, "STORE_CREDIT", False),
-    "GOLD": (30, 5, "ORIGINAL_PAYMENT", True),
+    "GOLD": (30, 5, "ORIGINAL_PAYMENT", False),  # the seed: "the policy does not make shipping refundable"
     "PLATINUM": (45, 0, "ORIGINAL_PAYMENT", True),
 }
 TIERS = list(POLICIES)
+# The graph-entailment seed's worked example, written into the facts as the seed states it: order A-91 of
+# customer C-184, tier GOLD (30-day window), not final sale, not defective; eligible, refunded 129.99
+# (136.83 - the 5% restocking fee of 6.84; shipping not refunded) to the original payment method. It has no
+# case (the cases stay balanced); tests/test_graph_packs.py and docs/graph.md check it on the bundled pack.
+EXAMPLE_CUSTOMER = {"customer_id": "C-184", "name": "Ingrid Mehta", "tier": "GOLD"}
+EXAMPLE_ORDER = {"order_id": "A-91", "customer_id": "C-184", "tier": "GOLD", "item": "wireless headphones",
+                 "amount": 13683, "shipping": 599, "final_sale": False, "defective": False, "days": 12}
 FIRST = ["Dana", "Rahul", "Mei", "Olga", "Tomás", "Amara", "Jonas", "Priya", "Kenji", "Lucia", "Samir", "Ingrid"]
 LAST = ["Ortiz", "Mehta", "Chen", "Petrova", "Silva", "Okafor", "Berg", "Nair", "Sato", "Romano", "Haddad", "Lund"]
 ITEMS = ["wireless headphones", "a standing desk", "a coffee grinder", "running shoes", "a winter jacket",
@@ -228,8 +235,9 @@ def kind_for(rng: random.Random, error: str) -> str:
 def generate() -> tuple[dict[str, str], str, list[dict]]:
     """Returns ({facts file: csv text}, policy text, cases)."""
     rng = random.Random(SEED)
-    customers = [{"customer_id": f"C-{100 + i}", "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
-                  "tier": TIERS[i % len(TIERS)]} for i in range(96)]
+    ids = [n for n in range(100, 197) if f"C-{n}" != EXAMPLE_CUSTOMER["customer_id"]]  # C-184 is the seed's
+    customers = [{"customer_id": f"C-{n}", "name": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+                  "tier": TIERS[i % len(TIERS)]} for i, n in enumerate(ids[:96])]
     plan = [e for e in ERROR_TYPES for _ in range(PER_TYPE)] + ["none"] * (PER_TYPE * len(ERROR_TYPES))
     orders, jobs = [], []
     order_numbers = rng.sample(range(1000, 9999), len(plan))
@@ -240,7 +248,7 @@ def generate() -> tuple[dict[str, str], str, list[dict]]:
             o["shipping"] = max(o["shipping"], 499)  # a refund with at least two different digits
         orders.append(o)
         jobs.append((error, o, customer["name"]))
-    known = {o["order_id"] for o in orders}
+    known = {o["order_id"] for o in orders} | {EXAMPLE_ORDER["order_id"]}
     policy = policy_text()
     cases, seen = [], {}
     for error, o, name in jobs:
@@ -258,6 +266,8 @@ def generate() -> tuple[dict[str, str], str, list[dict]]:
         w.writerows(rows)
         return buf.getvalue()
 
+    customers = sorted([*customers, EXAMPLE_CUSTOMER], key=lambda c: c["customer_id"])
+    orders = [*orders, EXAMPLE_ORDER]
     facts = {
         "customers.csv": table(["customer_id", "name", "tier"], [[c["customer_id"], c["name"], c["tier"]] for c in customers]),
         "orders.csv": table(["order_id", "customer_id", "amount", "shipping", "final_sale", "defective", "days_since_delivery"],
