@@ -96,8 +96,10 @@ class LocalBackend:
             self._context_contradiction(items, answers)
         cites = [(i, u) for i, u in flat if u.kind == "citation"]
         if cites:
-            for (i, u), p in zip(cites, self.model.citation([u.claim or "" for _, u in cites], [u.text for _, u in cites])):
+            for (i, u), (p, by) in zip(cites, self._supported_by([u for _, u in cites])):
                 self._citation_answer(answers[i, u.key], p)
+                if by is not None:
+                    answers[i, u.key].extra["supported_best_by"] = by
         return [{u.key: answers[i, u.key] for u in units} for i, (_, units) in enumerate(items)]
 
 
@@ -121,7 +123,8 @@ class LocalBackend:
         for i, (case, units) in enumerate(items):
             if not case.question:
                 continue  # not asked (questions.asked)
-            context = [u for u in units if u.kind != "answer"]
+            # Retrieved material only: the response's own sentences (cite_response) are claims, not context.
+            context = [u for u in units if u.kind != "answer" and u.span is None]
             groups.append((i, context))
             pairs += [(f"{case.question}\n{v.text}".strip(), u.text) for u in context for v in context if v is not u]
         if not groups:
@@ -150,6 +153,20 @@ class LocalBackend:
                 else:
                     a.contradiction = score
                     a.extra["contradicts"] = context[other].key if other is not None else None
+
+    def _supported_by(self, units: list[DecisionUnit]) -> list[tuple[float, str | None]]:
+        """P(not supported) of each citation unit. A claim cited to several separate sources (a response
+        sentence against the case's sources, `cite_response`) is supported when one of them supports
+        it: each source is read against the claim on its own, as the head was fitted, and the most
+        supportive one decides (its id is returned); other units are read as one cited text."""
+        pairs = [(k, u.claim or "", text, sid) for k, u in enumerate(units)
+                 for text, sid in (zip(u.meta["cited"], u.source_ids) if u.meta.get("cited") else [(u.text, None)])]
+        probs = self.model.citation([c for _, c, _, _ in pairs], [t for _, _, t, _ in pairs])
+        best: list[tuple[float, str | None]] = [(2.0, None)] * len(units)
+        for (k, _, _, sid), p in zip(pairs, probs):
+            if p < best[k][0]:
+                best[k] = (p, sid)
+        return best
 
     def _citation_answer(self, a: UnitAnswers, p: float) -> None:
         """The Choice from P(not supported) `p`: the calibrated threshold decides, and inside the abstention
