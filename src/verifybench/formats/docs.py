@@ -41,8 +41,8 @@ def _type(t: Any) -> str:
     if origin is typing.Literal:
         return " / ".join(f"`{a}`" for a in typing.get_args(t))
     if origin in (list, tuple):
-        args = typing.get_args(t)
-        return f"list of {_type(args[0])}" if args else "list"
+        items = typing.get_args(t)
+        return f"list of {_type(items[0])}" if items else "list"
     if origin is dict:
         k, v = typing.get_args(t)
         return f"{_type(k)} -> {_type(v)}"

@@ -41,12 +41,13 @@ class LocalBackend:
     batched = True  # one encoder pass for a whole batch: per-case latency is a share of it
 
     def __init__(self, params: str | None = None, cache_dir: str | None = None, batch_size: int = 64,
-                 model: Any = None):
+                 model: Any = None, instructions_by_sentence: bool = False):
         from verifybench.verifiers.decision.features import Featurizer
         from verifybench.verifiers.decision.local_model import LocalDecisionModel
 
         # `model`: a LocalDecisionModel already built (the training command scores calibration cases with it).
         self.model = model or LocalDecisionModel(params, Featurizer(cache_dir=cache_dir, batch_size=batch_size))
+        self.by_sentence = instructions_by_sentence  # P(instructions): the worst window or sentence
 
     @property
     def thresholds(self) -> dict[str, float | None]:
@@ -76,7 +77,7 @@ class LocalBackend:
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
         flat = [(i, u) for i, (_, units) in enumerate(items) for u in units]
         answers = {(i, u.key): UnitAnswers() for i, u in flat}
-        inj = self.model.injection([u.text for _, u in flat])
+        inj = self.model.injection([u.text for _, u in flat], self.by_sentence)
         for (i, u), p in zip(flat, inj):
             answers[i, u.key].instructions = p
         with_q = [(i, u) for i, u in flat if items[i][0].question]
@@ -361,7 +362,8 @@ def _typed(answer: Any, kind: str, name: str) -> Any:
 
 def make_backend(kind: str, **options) -> LocalBackend | TypeSafeBackend:
     if kind == "local":
-        return LocalBackend(options.get("params"), options.get("cache_dir"))
+        return LocalBackend(options.get("params"), options.get("cache_dir"),
+                            instructions_by_sentence=bool(options.get("instructions_by_sentence")))
     if kind == "typesafe":
         return TypeSafeBackend(options.get("typesafe_model", "jev-latest"), options.get("cassette_dir"),
                                options.get("timeout_s", 10.0), options.get("retries", 2),

@@ -46,6 +46,8 @@ class DecisionOptions(BaseModel):
                                 "unit: the sentence is the claim, the case's sources its cited text")
     policy: TriageOptions = Field(default_factory=TriageOptions, description="the triage policy (triage.py)")
     # local backend
+    instructions_by_sentence: bool = Field(False, description="read P(instructions) from each sentence of a window "
+                                           "too (the worst decides), not only from whole windows")
     params: str | None = Field(None, description="fitted parameters (JSON); default: the committed params/local-v1.json")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     # TypeSafe backend
