@@ -33,6 +33,13 @@ def test_ci_builds_the_environment_once_and_runs_the_readme_test_command(root):
     # lint and types fail CI before the slow part, and the demo suite is gated
     assert jobs[:2] == ["ruff check .", "mypy"]
     assert any(line.startswith("verifybench gate ") for line in jobs)
+    # every method on the same cases is gated too, offline: its judge answers from the committed cassette
+    run = next(line for line in jobs if "evals/refunds-compare.yaml" in line)
+    assert run.startswith("VERIFYBENCH_REPLAY_ONLY=1 verifybench run ")
+    assert any(line.startswith("verifybench gate ") and "metrics/refunds-compare.json" in line for line in jobs)
+    assert (root / "metrics/refunds-compare.json").is_file() and any((root / "evals/cassettes/refunds-compare").rglob("*.json"))
+    readme = (root / "README.md").read_text()
+    assert "evals/refunds-compare.yaml" in readme and "metrics/refunds-compare.json" in readme
 
 
 def test_the_run_command_installs_what_the_ci_set_up_installs_and_less(root):

@@ -31,7 +31,8 @@ def report(tmp_path_factory, root):
     data = write(tmp / "cases.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
     suite = parse_suite({"name": "browser", "dataset": {"loader": "jsonl", "path": str(data),
                                                        "fields": {"doc_type": "doc_type", "split": "split"}},
-                         "verifiers": ["rouge", "bleu"], "metrics": {"target": "f1"}}, tmp)  # max F1: degenerate
+                         "verifiers": ["rouge", "bleu"],
+                         "metrics": {"target": "f1", "breakdown": ["meta.error_type"]}}, tmp)  # max F1: degenerate
     api.run(suite, out=tmp / "run", progress=False)
     return tmp / "run"
 
@@ -128,4 +129,37 @@ def test_degenerate_thresholds_and_the_flag_all_floor_are_visible(page, report):
     assert row.locator("td.flag-all").inner_text() == f"{bleu['flag_all']['f1']:.3f}"
     slices = page.locator("table.slices >> nth=0")
     assert "32 / 32" in slices.inner_text()  # calibration: hallucinated / faithful, per doc type
+    assert page.problems == []
+
+
+def test_the_comparison_table_puts_every_verifier_side_by_side_for_each_doc_type(page, report):
+    """The comparison page: per doc type (and over all cases) one row per verifier with its AUROC, its
+    threshold and the test split's precision and recall there, p50/p95 latency and cost, as metrics.json
+    has them; the highest AUROC of each slice is marked; the error types are compared across verifiers."""
+    metrics = json.loads((report / "metrics.json").read_text())
+    table = page.locator("#comparison-table")
+    assert table.is_visible()
+    slices = ["all", *metrics["verifiers"]["rouge"]["slices"]]
+    assert len(slices) > 2
+    for key in slices:
+        aurocs = {}
+        for vid, m in metrics["verifiers"].items():
+            sm = m["overall"] if key == "all" else m["slices"][key]
+            row = table.locator(f'tr[data-slice="{key}"][data-verifier="{vid}"]')
+            assert row.count() == 1
+            assert row.locator("td.auroc").inner_text().startswith(f"{sm['auroc']:.3f}")
+            assert row.locator("td.precision").inner_text().startswith(f"{sm['test']['precision']:.3f}")
+            assert row.locator("td.recall").inner_text().startswith(f"{sm['test']['recall']:.3f}")
+            latency = row.locator("td.latency")
+            assert latency.nth(0).inner_text().startswith(f"{sm['latency_ms']['p50']:.3f}")
+            assert latency.nth(1).inner_text().startswith(f"{sm['latency_ms']['p95']:.3f}")
+            assert row.locator("td.threshold").inner_text().startswith(f"{sm['threshold']['value']:.4f}")
+            aurocs[vid] = (sm["auroc"], row.locator(".tag.best").count())
+        best = max(a for a, _ in aurocs.values())
+        assert {vid for vid, (a, tag) in aurocs.items() if tag} == {vid for vid, (a, _) in aurocs.items() if a == best}
+    caught = page.locator("table.caught")
+    assert caught.is_visible()
+    for value, r in metrics["verifiers"]["bleu"]["breakdown"]["meta.error_type"].items():
+        cell = caught.locator(f'tr[data-value="{value}"] td[data-verifier="bleu"]')
+        assert cell.inner_text().startswith(f"{r['flagged']} / {r['n']}")
     assert page.problems == []

@@ -291,6 +291,10 @@ def main() -> None:
         for case in cases:
             f.write(json.dumps(case, ensure_ascii=False, sort_keys=True) + "\n")
     print(f"wrote {len(cases)} cases to {HERE}, {facts['orders.csv'].count(chr(10)) - 1} orders to {PACK_FACTS}")
+    # The comparison set (answers.py) is written from these facts: keep it in step with them.
+    import runpy
+
+    runpy.run_path(str(HERE / "answers.py"), run_name="__main__")
 
 
 if __name__ == "__main__":

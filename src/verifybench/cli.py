@@ -549,12 +549,14 @@ def serve(
         "--header-timeout", min=0.01, help="seconds a connection has to send a request's headers")] = 10.0,
     body_timeout: Annotated[float, typer.Option(
         "--body-timeout", min=0.01, help="seconds a request has to send its whole body")] = 30.0,
+    context_filter: Annotated[Path | None, typer.Option(
+        "--filter", help="a context filter policy: also serve POST /v1/filter (docs/decision.md)")] = None,
 ) -> None:
-    """Serve a guard over HTTP: POST /v1/check, /v1/check/batch; /healthz, /readyz, /metrics (docs/rollout.md)."""
+    """Serve a guard over HTTP: POST /v1/check, /v1/check/batch, /v1/filter; /healthz, /readyz, /metrics (docs/rollout.md)."""
     try:
         api.serve(guard, host=host, port=port, log_dir=log_dir, workers=workers, ray=ray, replicas=replicas,
                   ray_address=ray_address, access_log=access_log, allow_code=allow_code or [], threads=threads,
-                  header_timeout=header_timeout, body_timeout=body_timeout)
+                  header_timeout=header_timeout, body_timeout=body_timeout, context_filter=context_filter)
     except VerifybenchError as e:
         _fail(e)
 

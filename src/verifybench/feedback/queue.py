@@ -306,11 +306,21 @@ def _suite_verifiers(w: Window, verifiers_from: str | Path | None) -> list[Any]:
             out.append({name: {"id": v["id"], **cfg}} if cfg or v["id"] != name else name)
         return out
     known = available()
-    unknown = [v for v in w.scores if v not in known]
+    unknown = [v for v in w.scores if v not in known and v not in FILTER_CHECKS]
     if unknown:
         raise VerifybenchError(f"the log's checks {', '.join(unknown)} are not verifier names; give the suite the "
                                "guard was built from with --verifiers-from SUITE.yaml")
-    return list(w.scores)
+    return [FILTER_CHECKS.get(v, v) for v in w.scores if FILTER_CHECKS.get(v, v) is not None]
+
+
+# A context filter's log (guard.context_filter): one record per unit, the unit as the response. What the
+# labeled units are read back with: the decision verifier asking the same question of the unit; relevance
+# and citation support need the call's other units or the cited text's pairing, so they stay columns only.
+FILTER_CHECKS: dict[str, Any] = {
+    "filter.instructions": {"decision": {"id": "filter.instructions", "question": "injection", "response_as_unit": True}},
+    "filter.contradiction": {"decision": {"id": "filter.contradiction", "question": "contradiction",
+                                          "response_as_unit": True}},
+    "filter.irrelevance": None, "filter.citation": None}
 
 
 class ClassCounts(TypedDict):

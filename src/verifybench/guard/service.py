@@ -6,8 +6,10 @@ field), document it in the OpenAPI schema (/openapi.json, /docs) and serialise t
 uvicorn like any ASGI app, and Ray Serve deploys a FastAPI app as it is (docs/rollout.md).
 
 Endpoints: POST /v1/check, POST /v1/check/batch, GET /v1/escalations (drains the escalation queue),
-GET /healthz (the process answers), GET /readyz (200 once the guard is built, its models are loaded and
-its decision log takes records; 503 otherwise), GET /metrics (Prometheus text).
+POST /v1/filter and GET /v1/filter/escalations (with a context filter, `serve --filter`: units of context
+judged and placed for a reasoning model, `guard.context_filter`), GET /healthz (the process answers),
+GET /readyz (200 once the guard is built, its models are loaded and its decision log takes records;
+503 otherwise), GET /metrics (Prometheus text).
 
 In front of the app, before any body is read (`_Gate`): with the environment variable named by
 `token_env` set (default VERIFYBENCH_GUARD_TOKEN), every path but /healthz and /readyz needs
@@ -38,6 +40,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from verifybench.executors.threads import current_threads
+from verifybench.guard.context_filter import (
+    ContextFilter,
+    FilterError,
+    FilterRequest,
+    FilterResult,
+    UnitOutcome,
+)
 from verifybench.guard.core import Decision, Guard
 from verifybench.guard.log import LogError, json_problem
 from verifybench.guard.telemetry import request_context
@@ -53,9 +62,11 @@ THREADS = 1  # torch and BLAS threads per worker (`serve --threads`)
 ENV_PATH, ENV_LOG, ENV_MAX_BODY, ENV_TOKEN_ENV = ("VERIFYBENCH_GUARD", "VERIFYBENCH_GUARD_LOG_DIR",
                                                   "VERIFYBENCH_GUARD_MAX_BODY", "VERIFYBENCH_GUARD_TOKEN_ENV")
 ENV_ALLOW_CODE = "VERIFYBENCH_GUARD_ALLOW_CODE"  # a JSON list: the allow-list of `serve --allow-code`
+ENV_FILTER = "VERIFYBENCH_GUARD_FILTER"  # the filter policy of `serve --filter`
 ENV_HEADER_TIMEOUT, ENV_BODY_TIMEOUT = "VERIFYBENCH_GUARD_HEADER_TIMEOUT", "VERIFYBENCH_GUARD_BODY_TIMEOUT"
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})  # answered without the token (/readyz says only whether it is ready)
-ENDPOINTS = frozenset({"/v1/check", "/v1/check/batch", "/v1/escalations", "/metrics", *OPEN_PATHS})
+ENDPOINTS = frozenset({"/v1/check", "/v1/check/batch", "/v1/escalations", "/v1/filter", "/v1/filter/escalations",
+                       "/metrics", *OPEN_PATHS})
 
 
 class SourceIn(BaseModel):
@@ -106,6 +117,10 @@ class BatchRequest(BaseModel):
 
 class BatchResponse(BaseModel):
     decisions: list[Decision]
+
+
+class FilterEscalations(BaseModel):
+    units: list[UnitOutcome]
 
 
 _UNION_TAGS = {"str", "SourceIn"}
@@ -333,15 +348,21 @@ class GuardHTTPProtocol(HeadDeadline, AutoHTTPProtocol):  # type: ignore[misc, v
 
 
 def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max_body: int = MAX_BODY,
-               token_env: str = TOKEN_ENV, allow_code: Iterable[str] = (), body_timeout: float = BODY_TIMEOUT) -> Any:
-    """The ASGI app. A guard given by path is built in a background thread once the app starts, so
-    /healthz answers at once and /readyz says when the models are loaded. `allow_code`: see `Guard`."""
-    state: dict[str, Any] = {"guard": guard if isinstance(guard, Guard) else None, "error": None}
+               token_env: str = TOKEN_ENV, allow_code: Iterable[str] = (), body_timeout: float = BODY_TIMEOUT,
+               context_filter: ContextFilter | str | Path | None = None) -> Any:
+    """The ASGI app. A guard (and a context filter) given by path is built in a background thread once the
+    app starts, so /healthz answers at once and /readyz says when the models are loaded. `allow_code`:
+    see `Guard`. `context_filter`: serves POST /v1/filter (its log: `<log_dir>/filter`, else its policy's)."""
+    state: dict[str, Any] = {"guard": guard if isinstance(guard, Guard) else None, "error": None,
+                             "filter": context_filter if isinstance(context_filter, ContextFilter) else None}
     metrics = _Metrics(state)
 
     def build() -> None:
         try:
-            state["guard"] = Guard(guard, log_dir=log_dir, allow_code=allow_code)  # type: ignore[arg-type]
+            if state["guard"] is None:
+                state["guard"] = Guard(guard, log_dir=log_dir, allow_code=allow_code)  # type: ignore[arg-type]
+            if context_filter is not None and state["filter"] is None:
+                state["filter"] = build_filter(context_filter, log_dir, allow_code)
         except Exception as e:  # noqa: BLE001 - /readyz says why the guard could not start
             state["error"] = f"{type(e).__name__}: {e}"
 
@@ -349,11 +370,13 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
 
     @asynccontextmanager
     async def lifespan(app: Any):
-        if state["guard"] is None:
+        if state["guard"] is None or (context_filter is not None and state["filter"] is None):
             threading.Thread(target=build, name="guard-start", daemon=True).start()
         yield
         if state["guard"] is not None and not isinstance(guard, Guard):
             state["guard"].close()
+        if state["filter"] is not None and not isinstance(context_filter, ContextFilter):
+            state["filter"].close()
 
     app = FastAPI(title="verifybench guard", version="1",
                   description="Checks answers against a verifybench threshold policy; every decision is logged "
@@ -368,6 +391,14 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         if g is None or not g.ready:
             raise HTTPException(503, detail=state["error"] or "the guard is starting (loading models)")
         return g
+
+    def ready_filter() -> ContextFilter:
+        if context_filter is None:
+            raise HTTPException(404, detail="this service has no context filter (start it with serve --filter FILE)")
+        f = state["filter"]
+        if f is None or not f.ready:
+            raise HTTPException(503, detail=state["error"] or "the context filter is starting (loading models)")
+        return f
 
     def doc_type_label(g: Guard, doc_type: str | None) -> str:
         # A label per slice the policy knows, "other" for the rest: a client cannot grow the series without bound.
@@ -428,6 +459,25 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         count("/v1/check/batch", 200)
         return BatchResponse(decisions=decisions)
 
+    @app.post("/v1/filter", response_model=FilterResult)
+    async def filter_units(body: FilterRequest) -> Response:
+        f = ready_filter()
+        try:  # every unit's record is on disk before the answer leaves (LogError: 503, fail closed)
+            result = await asyncio.to_thread(f.decide, body)
+        except FilterError as e:
+            count("/v1/filter", 502)
+            return JSONResponse(status_code=502, content={"error": str(e)})
+        count("/v1/filter", 200)
+        return Response(result.model_dump_json(), media_type="application/json")
+
+    @app.get("/v1/filter/escalations", response_model=FilterEscalations)
+    async def filter_escalations(max: int = 100) -> FilterEscalations:
+        f = ready_filter()
+        out: list[UnitOutcome] = []
+        while len(out) < max and not f.escalations.empty():
+            out.append(f.escalations.get_nowait())
+        return FilterEscalations(units=out)
+
     @app.get("/v1/escalations", response_model=BatchResponse)
     async def escalations(request: Request, max: int = 100) -> BatchResponse:
         g = ready_guard()
@@ -445,6 +495,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
         g = state["guard"]
         why = state["error"] if g is None or not g.ready else (
             None if g.log is None or g.log.ready else f"the decision log cannot be written: {g.log.error or 'stuck'}")
+        if why is None and context_filter is not None and (state["filter"] is None or not state["filter"].ready):
+            why = "the context filter is starting (loading models)"
         ready = g is not None and g.ready and why is None
         status = 200 if ready else 503
         if token is None or not bearer_ok(request.scope.get("headers") or [], token):
@@ -453,7 +505,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
             return JSONResponse(status_code=status, content={"ready": False, "error": why})
         return JSONResponse({"ready": True, "guard_hash": g.hash, "policy_hash": g.policy_hash,
                              "checks": [c.id for c in g.checks], "pid": os.getpid(), "threads": current_threads(),
-                             "log": None if g.log is None else str(g.log.path), "guard": g.describe()})
+                             "log": None if g.log is None else str(g.log.path), "guard": g.describe(),
+                             **({"filter": state["filter"].describe()} if state["filter"] is not None else {})})
 
     @app.get("/metrics")
     async def prometheus(request: Request) -> Response:
@@ -473,10 +526,20 @@ def app_from_env() -> Any:
     if not path:
         raise RuntimeError(f"set {ENV_PATH} to a guard or policy file")
     return create_app(path, log_dir=os.environ.get(ENV_LOG) or None,
+                      context_filter=os.environ.get(ENV_FILTER) or None,
                       max_body=int(os.environ.get(ENV_MAX_BODY) or MAX_BODY),
                       token_env=os.environ.get(ENV_TOKEN_ENV) or TOKEN_ENV,
                       allow_code=json.loads(os.environ.get(ENV_ALLOW_CODE) or "[]"),
                       body_timeout=float(os.environ.get(ENV_BODY_TIMEOUT) or BODY_TIMEOUT))
+
+
+def build_filter(policy: ContextFilter | str | Path, log_dir: str | Path | None, allow_code: Iterable[str]
+                 ) -> ContextFilter:
+    """The served context filter: its records go to `<log_dir>/filter` beside the guard's, else where its
+    policy says."""
+    if isinstance(policy, ContextFilter):
+        return policy
+    return ContextFilter(policy, log_dir=None if log_dir is None else Path(log_dir) / "filter", allow_code=allow_code)
 
 
 def _say(line: str) -> None:
@@ -499,7 +562,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
           workers: int = 1, max_body: int = MAX_BODY, token_env: str = TOKEN_ENV, ray: bool = False,
           replicas: int = 1, ray_address: str | None = None, access_log: bool = False, threads: int = THREADS,
           header_timeout: float = HEADER_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
-          allow_code: Iterable[str] = ()) -> None:
+          allow_code: Iterable[str] = (), context_filter: str | Path | None = None) -> None:
     """Run the service on uvicorn until SIGINT or SIGTERM. With one worker the guard is built (models
     loaded, config hashes checked) before the port opens, so a bad guard stops the command with its
     reason; with several, each worker builds its own (and /readyz says when it is ready, or why not).
@@ -508,7 +571,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     access log costs every request a formatted line on stderr). `threads`: torch's and BLAS's threads
     per worker (`verifybench.executors.threads`). On SIGTERM requests in flight get `DRAIN_S` seconds
     to finish; then the guard closes (its log writer gets 2 s) and the process ends. `allow_code`: see
-    `Guard`."""
+    `Guard`. `context_filter`: a filter policy file, served at POST /v1/filter."""
     from verifybench.executors.threads import set_threads
     from verifybench.guard.load import read_guard
     from verifybench.guard.spec import GuardError, read_spec
@@ -522,6 +585,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     if ray:
         if workers > 1:
             raise GuardError("--workers is uvicorn's; on Ray Serve use --replicas")
+        if context_filter is not None:
+            raise GuardError("--filter runs on uvicorn; it is not deployed on Ray Serve")
         from verifybench.guard.ray_serve import run
 
         run(path, host=host, port=port, log_dir=log_dir, replicas=replicas, address=ray_address,
@@ -544,14 +609,17 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     if workers <= 1:
         guard = Guard(path, log_dir=log_dir, allow_code=allow_code)
         log = "none" if guard.log is None else str(guard.log.path)
+        cf = None if context_filter is None else build_filter(context_filter, log_dir, allow_code)
         try:
             _started(host, port, 1, log, token_env)
-            uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env, body_timeout=body_timeout),
-                        **options)
+            uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env, body_timeout=body_timeout,
+                                   context_filter=cf), **options)
         finally:
             if main:
                 signal.signal(signal.SIGTERM, previous)
             guard.close()
+            if cf is not None:
+                cf.close()
             _say(f"stopped (http://{host}:{port}; {0 if guard.log is None else guard.log.written} decision(s) logged"
                  f"{'' if guard.log is None or not guard.log.lost else f', {guard.log.lost} lost'})")
             _leave_stuck_checks()
@@ -565,6 +633,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     os.environ[ENV_TOKEN_ENV] = token_env
     os.environ[ENV_ALLOW_CODE] = json.dumps(allow_code)
     os.environ[ENV_BODY_TIMEOUT] = str(body_timeout)
+    if context_filter is not None:
+        os.environ[ENV_FILTER] = str(Path(context_filter).resolve())
     folder = log_dir if log_dir is not None else spec.log.dir
     _started(host, port, workers, "none" if folder is None else f"{Path(folder).resolve()}/ (a file per worker)",
              token_env)

@@ -103,6 +103,37 @@ def highlight(response: str, gold: list | None, units: list | None, unit_thresho
     return {"segments": segments, "units": listed}
 
 
+def comparison(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every verifier side by side, slice by slice (the slices in the order the run met them): what a team
+    reads to choose a check, and its threshold, for each kind of document. `best`: the highest AUROC of
+    the slice (ties all marked)."""
+    verifiers = list(metrics["verifiers"].items())
+    keys = list(dict.fromkeys(k for _, m in verifiers for k in m["slices"]))
+    out = []
+    for key in [OVERALL, *keys]:
+        rows = [{"verifier": vid, "anchor": f"v-{n}", "m": m["overall"] if key == OVERALL else m["slices"][key]}
+                for n, (vid, m) in enumerate(verifiers) if key == OVERALL or key in m["slices"]]
+        top = max((r["m"].get("auroc") for r in rows if r["m"].get("auroc") is not None), default=None)
+        for r in rows:
+            r["best"] = top is not None and r["m"].get("auroc") == top
+        out.append({"slice": key, "rows": rows})
+    return out
+
+
+def caught(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Per breakdown field, every verifier's flagged share of each value (test split, at its threshold),
+    side by side: {field: {"verifiers": [...], "values": [(value, label, {verifier: row})]}}."""
+    out: dict[str, Any] = {}
+    for vid, m in metrics["verifiers"].items():
+        for field, rows in (m.get("breakdown") or {}).items():
+            t = out.setdefault(field, {"verifiers": [], "values": {}})
+            t["verifiers"].append(vid)
+            for value, r in rows.items():
+                t["values"].setdefault(value, {"label": r.get("label"), "by": {}})["by"][vid] = r
+    return {f: {"verifiers": t["verifiers"], "values": [(k, v["label"], v["by"]) for k, v in t["values"].items()]}
+            for f, t in out.items()}
+
+
 def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], worst: dict[str, list[dict]],
            errors: list[dict], notes: Sequence[str] = ()) -> Path:
     """Write `report.html` into the run directory and return its path.
@@ -143,6 +174,7 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
     html = _env().get_template("report.html.j2").render(
         manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes),
         operating=operating_svg(points) if drawable else None,
+        comparison=comparison(metrics) if len(metrics["verifiers"]) > 1 else [], caught=caught(metrics),
         shortcut_warnings=[(k, w) for k, r in (metrics.get("shortcuts") or {}).items() for w in r["warnings"]],
         input_errors=[e for e in errors if e.get("kind") == "input"],
         verdict_errors=[e for e in errors if e.get("kind") == "verdict"],

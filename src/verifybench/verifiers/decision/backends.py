@@ -41,12 +41,13 @@ class LocalBackend:
     batched = True  # one encoder pass for a whole batch: per-case latency is a share of it
 
     def __init__(self, params: str | None = None, cache_dir: str | None = None, batch_size: int = 64,
-                 model: Any = None):
+                 model: Any = None, instructions_by_sentence: bool = False):
         from verifybench.verifiers.decision.features import Featurizer
         from verifybench.verifiers.decision.local_model import LocalDecisionModel
 
         # `model`: a LocalDecisionModel already built (the training command scores calibration cases with it).
         self.model = model or LocalDecisionModel(params, Featurizer(cache_dir=cache_dir, batch_size=batch_size))
+        self.by_sentence = instructions_by_sentence  # P(instructions): the worst window or sentence
 
     @property
     def thresholds(self) -> dict[str, float | None]:
@@ -76,7 +77,7 @@ class LocalBackend:
     def answer_batch(self, items: list[Item]) -> list[dict[str, UnitAnswers] | Exception]:
         flat = [(i, u) for i, (_, units) in enumerate(items) for u in units]
         answers = {(i, u.key): UnitAnswers() for i, u in flat}
-        inj = self.model.injection([u.text for _, u in flat])
+        inj = self.model.injection([u.text for _, u in flat], self.by_sentence)
         for (i, u), p in zip(flat, inj):
             answers[i, u.key].instructions = p
         with_q = [(i, u) for i, u in flat if items[i][0].question]
@@ -96,8 +97,10 @@ class LocalBackend:
             self._context_contradiction(items, answers)
         cites = [(i, u) for i, u in flat if u.kind == "citation"]
         if cites:
-            for (i, u), p in zip(cites, self.model.citation([u.claim or "" for _, u in cites], [u.text for _, u in cites])):
+            for (i, u), (p, by) in zip(cites, self._supported_by([u for _, u in cites])):
                 self._citation_answer(answers[i, u.key], p)
+                if by is not None:
+                    answers[i, u.key].extra["supported_best_by"] = by
         return [{u.key: answers[i, u.key] for u in units} for i, (_, units) in enumerate(items)]
 
 
@@ -121,7 +124,8 @@ class LocalBackend:
         for i, (case, units) in enumerate(items):
             if not case.question:
                 continue  # not asked (questions.asked)
-            context = [u for u in units if u.kind != "answer"]
+            # Retrieved material only: the response's own sentences (cite_response) are claims, not context.
+            context = [u for u in units if u.kind != "answer" and u.span is None]
             groups.append((i, context))
             pairs += [(f"{case.question}\n{v.text}".strip(), u.text) for u in context for v in context if v is not u]
         if not groups:
@@ -150,6 +154,20 @@ class LocalBackend:
                 else:
                     a.contradiction = score
                     a.extra["contradicts"] = context[other].key if other is not None else None
+
+    def _supported_by(self, units: list[DecisionUnit]) -> list[tuple[float, str | None]]:
+        """P(not supported) of each citation unit. A claim cited to several separate sources (a response
+        sentence against the case's sources, `cite_response`) is supported when one of them supports
+        it: each source is read against the claim on its own, as the head was fitted, and the most
+        supportive one decides (its id is returned); other units are read as one cited text."""
+        pairs = [(k, u.claim or "", text, sid) for k, u in enumerate(units)
+                 for text, sid in (zip(u.meta["cited"], u.source_ids) if u.meta.get("cited") else [(u.text, None)])]
+        probs = self.model.citation([c for _, c, _, _ in pairs], [t for _, _, t, _ in pairs])
+        best: list[tuple[float, str | None]] = [(2.0, None)] * len(units)
+        for (k, _, _, sid), p in zip(pairs, probs):
+            if p < best[k][0]:
+                best[k] = (p, sid)
+        return best
 
     def _citation_answer(self, a: UnitAnswers, p: float) -> None:
         """The Choice from P(not supported) `p`: the calibrated threshold decides, and inside the abstention
@@ -344,7 +362,8 @@ def _typed(answer: Any, kind: str, name: str) -> Any:
 
 def make_backend(kind: str, **options) -> LocalBackend | TypeSafeBackend:
     if kind == "local":
-        return LocalBackend(options.get("params"), options.get("cache_dir"))
+        return LocalBackend(options.get("params"), options.get("cache_dir"),
+                            instructions_by_sentence=bool(options.get("instructions_by_sentence")))
     if kind == "typesafe":
         return TypeSafeBackend(options.get("typesafe_model", "jev-latest"), options.get("cassette_dir"),
                                options.get("timeout_s", 10.0), options.get("retries", 2),

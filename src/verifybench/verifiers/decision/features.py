@@ -91,6 +91,11 @@ def windows(text: str, max_words: int = WINDOW_WORDS) -> list[Window]:
     return out or [Window(text, 0, len(text))]
 
 
+def sentence_pieces(text: str) -> list[str]:
+    """The sentences of a text (cut after . ! ? before a blank, and at line ends), blanks dropped."""
+    return [p.strip() for line in text.splitlines() for p in _SENT.split(line) if p.strip()]
+
+
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 

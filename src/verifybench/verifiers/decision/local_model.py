@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verifybench.verifiers.decision.features import Featurizer, windows
+from verifybench.verifiers.decision.features import Featurizer, sentence_pieces, windows
 
 PARAMS_DIR = Path(__file__).parent / "params"
 DEFAULT_PARAMS = PARAMS_DIR / "local-v1.json"
@@ -91,6 +91,17 @@ def combine_context(p: np.ndarray, relevance: np.ndarray, min_relevance: float) 
     return out
 
 
+def pieces(text: str) -> list[str]:
+    """A text's windows, and the sentences of each window that holds more than one (distinct texts)."""
+    out: list[str] = []
+    for w in windows(text):
+        out.append(w.text)
+        parts = sentence_pieces(w.text)
+        if len(parts) > 1:
+            out += parts
+    return list(dict.fromkeys(out))
+
+
 class LocalDecisionModel:
     """Answers the four typed questions offline; contradiction has two heads (an answer against the question
     and context; a chunk or tool result against the question and another unit). Picklable; params and
@@ -130,9 +141,11 @@ class LocalDecisionModel:
         region = "below" if p < band["low"] else "above" if p > band["high"] else "inside"
         return band["accuracy"][region]
 
-    def injection(self, texts: list[str]) -> list[float]:
-        """P(the text holds instructions addressed to the model): the highest of its windows."""
-        spans = [[w.text for w in windows(t)] for t in texts]
+    def injection(self, texts: list[str], by_sentence: bool = False) -> list[float]:
+        """P(the text holds instructions addressed to the model): the highest of its windows. With
+        `by_sentence`, each sentence of a window that holds several is read on its own too: one
+        instruction among honest sentences no longer hides in their window's embedding."""
+        spans = [pieces(t) if by_sentence else [w.text for w in windows(t)] for t in texts]
         flat = [w for ws in spans for w in ws]
         if not flat:
             return []

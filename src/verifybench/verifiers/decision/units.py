@@ -5,7 +5,11 @@
 - sources marked `kind: citation` are grouped by the claim they are cited for (`metadata["claim"]`, else
   the response) into one "citation" unit per claim: the cited text judged against its claim;
 - with `response_as_unit`, the response itself is one more unit ("answer"), judged against the question
-  and the other units (used to measure contradiction on HaluEval-style cases).
+  and the other units (used to measure contradiction on HaluEval-style cases);
+- `response_citations` (the verifier's `cite_response`): each check-worthy sentence of the response is a
+  "citation" unit: the sentence is the claim, the case's sources are its cited text (an answer checked as citations of its
+  sources; the sources are then not units of their own); greetings, thanks and sign-offs
+  (`anchors.checkworthy`) are skipped, not asked.
 
 Keys are `u1`, `u2`, ... in that order, so the audit log names a unit the same way on every run.
 """
@@ -29,6 +33,7 @@ class DecisionUnit:
     premise: str = ""  # what contradiction is judged against
     probe: bool = False  # marked by a dataset as the unit under test (decision-adversarial)
     meta: dict = field(default_factory=dict)
+    span: tuple[int, int] | None = None  # where the claim sits in the response (cite_response units)
 
     @property
     def tokens(self) -> int:
@@ -60,6 +65,32 @@ def split_units(case: Case, response_as_unit: bool = False) -> list[DecisionUnit
         units.append(DecisionUnit(f"u{len(units) + 1}", "answer", case.response, ["response"],
                                   premise=f"{question}\n{context}".strip()))
     return units
+
+
+def response_citations(case: Case) -> tuple[list[DecisionUnit], list[tuple[int, int, str]]]:
+    """The response's check-worthy sentences as citation units (claim = the sentence, with its offsets;
+    cited text = every source of the case, joined, each also kept apart in `meta["cited"]`: a backend
+    that reads one source at a time takes the most supportive), and the skipped ones as (start, end, reason)."""
+    from verifybench.verifiers.anchors.checkworthy import assess
+    from verifybench.verifiers.anchors.text import sentences
+
+    if not case.sources:
+        raise ValueError("cite_response: the case has no sources to cite")
+    cited = "\n".join(s.text for s in case.sources)
+    ids = [s.id for s in case.sources]
+    sents = sentences(case.response)
+    units: list[DecisionUnit] = []
+    skipped: list[tuple[int, int, str]] = []
+    for s, w in zip(sents, assess([s.text for s in sents])):
+        if w.reason is not None:
+            skipped.append((s.start, s.end, w.reason))
+            continue
+        start = s.start + w.offset  # an opener ("Hi Sam, ...") is not part of the claim
+        claim = case.response[start:s.end]
+        units.append(DecisionUnit(f"u{len(units) + 1}", "citation", cited, ids, claim=claim,
+                                  premise=case.question or "", span=(start, s.end),
+                                  meta={"cited": [src.text for src in case.sources]}))
+    return units, skipped
 
 
 def state_for(case: Case, units: list[DecisionUnit]) -> dict:

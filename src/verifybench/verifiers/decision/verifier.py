@@ -24,11 +24,12 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
+from verifybench.verifiers.anchors.checkworthy import skipped_status
 from verifybench.verifiers.base import Verifier, default_cache, operational
 from verifybench.verifiers.decision.audit import AuditLog, audit_folder
 from verifybench.verifiers.decision.questions import UnitAnswers
 from verifybench.verifiers.decision.triage import TriageOptions, UnitDecision, decide
-from verifybench.verifiers.decision.units import DecisionUnit, split_units
+from verifybench.verifiers.decision.units import DecisionUnit, response_citations, split_units
 from verifybench.verifiers.latency import CaseClock
 from verifybench.verifiers.llm import Prices, describe
 
@@ -41,8 +42,12 @@ class DecisionOptions(BaseModel):
     backend: Literal["local", "typesafe"] = "local"
     question: Literal["injection", "citation", "contradiction", "relevance", "policy"] = "injection"
     response_as_unit: bool = Field(False, description="judge the response as one more unit (kind 'answer')")
+    cite_response: bool = Field(False, description="judge each check-worthy sentence of the response as a citation "
+                                "unit: the sentence is the claim, the case's sources its cited text")
     policy: TriageOptions = Field(default_factory=TriageOptions, description="the triage policy (triage.py)")
     # local backend
+    instructions_by_sentence: bool = Field(False, description="read P(instructions) from each sentence of a window "
+                                           "too (the worst decides), not only from whole windows")
     params: str | None = Field(None, description="fitted parameters (JSON); default: the committed params/local-v1.json")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     # TypeSafe backend
@@ -82,10 +87,15 @@ class DecisionVerifier(Verifier):
     def verify(self, batch: list[Case]) -> list[Verdict]:
         clock = CaseClock(len(batch))
         items, split_errors = [], {}
+        skipped: dict[str, list[tuple[int, int, str]]] = {}  # cite_response: sentences not asked about
         for i, case in enumerate(batch):
             with clock.case(i):
                 try:
-                    items.append((case, split_units(case, self.options.response_as_unit)))
+                    if self.options.cite_response:
+                        units, skipped[case.id] = response_citations(case)
+                        items.append((case, units))
+                    else:
+                        items.append((case, split_units(case, self.options.response_as_unit)))
                 except ValueError as e:
                     split_errors[case.id] = f"ValueError: {e}"
                     items.append((case, []))
@@ -123,7 +133,7 @@ class DecisionVerifier(Verifier):
                 decisions = decide(units, got, self.options.policy, backend.thresholds)
                 audit_rows += [self._audit_row(case, d.unit, d.answers, d.action, d.reason, d.rank) for d in decisions]
                 escalations += [self._escalation(case, d) for d in decisions if d.action == "escalate"]
-                verdicts.append(self._verdict(case, decisions))
+                verdicts.append(self._verdict(case, decisions, skipped.get(case.id, [])))
         AuditLog(audit_folder(self.options.audit_dir, self.run_dir), self.id).write(audit_rows, escalations)
         clock.finish(verdicts)  # each case's own time plus its share of the batched encoder pass
         # Tokens a remote backend reported for each case, and their cost at the suite's prices.
@@ -136,13 +146,12 @@ class DecisionVerifier(Verifier):
                     v.cost_usd = prices.cost(v.usage["input_tokens"], v.usage["output_tokens"])
         return verdicts
 
-    def _verdict(self, case: Case, decisions: list[UnitDecision]) -> Verdict:
+    def _verdict(self, case: Case, decisions: list[UnitDecision], skipped: list[tuple[int, int, str]]) -> Verdict:
         q = self.options.question
         per_unit = [unit_score(q, d.unit, d.answers) for d in decisions]
-        units = [Unit(text=d.unit.text[:UNIT_TEXT_CHARS], score=s, status=d.action, evidence=d.reason,
-                      detail={"key": d.unit.key, "kind": d.unit.kind, "sources": d.unit.source_ids, "rank": d.rank,
-                              "probe": d.unit.probe, "tokens": d.unit.tokens, "answers": d.answers.to_dict()})
-                 for d, s in zip(decisions, per_unit)]
+        units = [_unit(d, s) for d, s in zip(decisions, per_unit)]
+        units += [Unit(text=case.response[a:b], score=None, status=skipped_status(why), start=a, end=b,
+                       detail={"skipped": why}) for a, b, why in skipped]  # listed, as the nli verifier does
         detail = {"backend": self.backend.name, "question": q, "fitted": self.backend.fitted,
                   "actions": {a: sum(d.action == a for d in decisions) for a in ("keep", "flag", "drop", "trim", "escalate")}}
         if q == "policy":
@@ -174,6 +183,16 @@ class DecisionVerifier(Verifier):
     def _escalation(self, case: Case, d: UnitDecision) -> dict:
         return {"verifier": self.id, "case_id": case.id, "unit_id": f"{case.id}/{d.unit.key}", "claim": d.unit.claim,
                 "cited_text": d.unit.text, "answers": d.answers.to_dict(), "reason": d.reason}
+
+
+def _unit(d: UnitDecision, score: float | None) -> Unit:
+    """A verdict unit: a response sentence (cite_response) where it sits in the response, else the unit's text."""
+    detail = {"key": d.unit.key, "kind": d.unit.kind, "sources": d.unit.source_ids, "rank": d.rank,
+              "probe": d.unit.probe, "tokens": d.unit.tokens, "answers": d.answers.to_dict()}
+    if d.unit.span is not None:
+        return Unit(text=d.unit.claim or "", start=d.unit.span[0], end=d.unit.span[1], score=score,
+                    status=d.action, evidence=d.reason, detail=detail)
+    return Unit(text=d.unit.text[:UNIT_TEXT_CHARS], score=score, status=d.action, evidence=d.reason, detail=detail)
 
 
 def unit_score(question: str, unit: DecisionUnit, a: UnitAnswers) -> float | None:
