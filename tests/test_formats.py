@@ -209,17 +209,21 @@ def test_a_run_with_the_v0_1_policy_holds_its_thresholds(v01, tmp_path):
 
 
 def test_drift_of_the_v0_1_log_against_the_v0_1_baseline_gives_the_v0_1_record_and_history_reads_it(v01, tmp_path):
-    """drift.json was written by 0.1 with this command: the same figures now, and `history` shows it."""
+    """drift.json was written by 0.1 with this command: the same figures now, and `history` shows it. 0.1
+    alarmed on its limits alone (exit 1); 3 production cases against 40 are within sampling noise, so
+    now it passes (issue 44: a figure drifts only when beyond its limit and significant)."""
     r = _cli("drift", v01 / "baseline-policy.json", v01 / "guard-log", "--min-cases", "1", "--out", tmp_path / "d.json")
-    assert r.exit_code == 1 and "DRIFT beyond a limit" in r.output, r.output
+    assert r.exit_code == 0 and "within sampling noise" in r.output, r.output
     now, then = json.loads((tmp_path / "d.json").read_text()), json.loads((V01 / "drift.json").read_text())
-    assert (now["status"], now["exit_code"]) == (then["status"], then["exit_code"])
+    assert (then["status"], then["exit_code"], now["status"], now["exit_code"]) == ("fail", 1, "pass", 0)
     for a, b in zip(now["rows"], then["rows"], strict=True):
-        assert {k: a[k] for k in b} == pytest.approx(b), b["check"]
+        figures = {k: v for k, v in b.items() if k not in ("status", "why")}
+        assert {k: a[k] for k in figures} == pytest.approx(figures), b["check"]
+        assert (b["status"], a["status"]) == ("drift", "ok") and "within sampling noise" in a["why"]
     r = _cli("history", v01 / "drift.json", tmp_path / "d.json", "--out", tmp_path / "h.html")
     assert r.exit_code == 0, r.output
     page = (tmp_path / "h.html").read_text()
-    assert page.count('data-status="fail"') >= 2 and 'data-file="drift.json"' in page
+    assert 'data-status="fail"' in page and 'data-status="pass"' in page and 'data-file="drift.json"' in page
 
 
 def test_a_reader_of_a_v0_1_metrics_json_says_to_compute_it_again_and_then_reads_it(v01):

@@ -337,3 +337,22 @@ def test_round_estimates_are_unbiased_and_their_intervals_hold(pool, rounds):
     for k in err:
         assert abs(np.mean(err[k])) <= 0.02, (k, np.mean(err[k]))
         assert np.mean(hit[k]) >= 0.85, (k, np.mean(hit[k]))
+
+
+def test_holm_adjusted_p_values_reject_what_the_step_down_procedure_rejects():
+    """Holm's procedure as written: sort, reject while p_(i) <= alpha / (m - i + 1), stop at the first that
+    is not; the adjusted p-values reject the same figures at every alpha."""
+    from verifybench.metrics.drift import holm
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        p = rng.random(rng.integers(1, 12)) ** 3
+        p[rng.random(len(p)) < 0.2] = p[0]  # ties
+        for alpha in (0.01, 0.05, 0.2):
+            rejected = np.zeros(len(p), bool)
+            for i, k in enumerate(np.argsort(p, kind="mergesort")):
+                if p[k] > alpha / (len(p) - i):
+                    break
+                rejected[k] = True
+            assert ((holm(p) <= alpha) == rejected).all()
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])

@@ -255,3 +255,30 @@ def test_the_threshold_interval_is_the_same_drawn_in_smaller_blocks(monkeypatch)
     monkeypatch.setattr(thresholds, "INTERVAL_BLOCK", 100_000)  # 2 resamples a block (3 rounded down to even)
     assert thresholds.threshold_interval(t, s, target, n_boot=50, seed=3) == whole
     assert whole["resamples"] == 50 and whole["low"] < whole["high"]
+
+
+def test_a_policy_with_no_threshold_at_all_is_refused_and_not_written(demo_run, tmp_path):
+    """Too few labeled cases for any threshold: `thresholds --out` exits non-zero, writes nothing, and says
+    how many cases of each class the calibration split had against --min-per-class, and what to do."""
+    from typer.testing import CliRunner
+
+    from verifybench.cli import app
+
+    out = tmp_path / "policy.yaml"
+    r = CliRunner().invoke(app, ["thresholds", str(demo_run), "--min-per-class", "100000", "--out", str(out)])
+    assert r.exit_code == 2 and not out.exists(), r.output
+    text = " ".join(r.output.split())
+    assert "every threshold in the policy is null" in text and "nothing written" in text
+    assert "label more, or lower --min-per-class" in text and "minimum 100000 of each" in text
+    metrics = json.loads((demo_run / "metrics.json").read_text())
+    for vid, v in metrics["verifiers"].items():
+        have = v["overall"]["needs"]["threshold"]["calibration_scored"]
+        assert f"{vid}: {have['hallucinated']} hallucinated and {have['faithful']} faithful" in text
+    with pytest.raises(VerifybenchError, match="every threshold in the policy is null"):
+        api.thresholds(demo_run, min_per_class=100000, out=out)
+    assert not out.exists()
+    # Without --out nothing is written anyway: the table shows the nulls and their reasons.
+    assert api.thresholds(demo_run, min_per_class=100000).thresholds
+    # One usable threshold is enough to write the policy.
+    api.thresholds(demo_run, min_per_class=1, out=out)
+    assert out.exists()

@@ -747,9 +747,11 @@ def label_estimate(
 def drift_cmd(
     reference: Annotated[Path, typer.Argument(help="a baseline (verifybench baseline) or a run directory")],
     source: Annotated[Path, typer.Argument(help="production: a guard log directory or a run directory")],
-    max_psi: Annotated[float, typer.Option("--max-psi", help="population stability index allowed per check and slice")] = 0.2,
+    max_psi: Annotated[float, typer.Option(
+        "--max-psi", help="PSI that matters per check and slice (a drift is also beyond sampling noise)")] = 0.2,
     max_flag_rate_change: Annotated[float, typer.Option(
-        "--max-flag-rate-change", help="change of the flag rate at the policy's threshold allowed")] = 0.05,
+        "--max-flag-rate-change", help="change of the flag rate at the policy's threshold that matters (a drift "
+                                       "also has to be beyond sampling noise)")] = 0.05,
     max_unseen_share: Annotated[float, typer.Option(
         "--max-unseen-share", help="share of production cases whose doc type has no slice allowed")] = 0.05,
     min_cases: Annotated[int, typer.Option("--min-cases", help="scored cases a slice needs on each side")] = 30,
@@ -764,9 +766,9 @@ def drift_cmd(
                          "suite and config hashes are checked against the reference's")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Has production drifted from the baseline's test split? Exit 1 on drift beyond a limit, 2 when no
-    comparison can be made (no check in common, another configuration or suite). Unlabeled production data
-    is enough."""
+    """Has production drifted from the baseline's test split? Exit 1 on a figure beyond its limit and beyond
+    sampling noise (a permutation p-value after Holm), 2 when no comparison can be made (no check in
+    common, another configuration or suite). Unlabeled production data is enough."""
     try:
         result = api.drift(reference, source, max_psi, max_flag_rate_change, max_unseen_share, min_cases, summary,
                            mlflow=mlflow, out=out, policy=policy)

@@ -1,5 +1,5 @@
 """A small run on real shared data for the feedback tests: rouge and bleu over a seeded sample of 600
-HaluEval QA cases (a few seconds)."""
+HaluEval QA cases (a few seconds; `sample`, `seed` and `min_per_class` for another draw)."""
 
 from pathlib import Path
 
@@ -12,8 +12,8 @@ name: halueval-qa-loop
 dataset:
   loader: halueval
   path: {path}
-  sample: 600
-  seed: 0
+  sample: {sample}
+  seed: {seed}
 verifiers:
   - rouge
   - bleu
@@ -23,11 +23,12 @@ metrics:
 """
 
 
-def make_qa_run(tmp_path_factory, data_dir) -> Path:
+def make_qa_run(tmp_path_factory, data_dir, sample: int = 600, seed: int = 0, min_per_class: int | None = None) -> Path:
     (qa,) = need_shared(data_dir, "halueval/qa_data.json")
     work = tmp_path_factory.mktemp("loop")
     suite = work / "qa.yaml"
-    suite.write_text(SUITE.format(path=qa), encoding="utf-8")
+    text = SUITE.format(path=qa, sample=sample, seed=seed)
+    suite.write_text(text + (f"  min_per_class: {min_per_class}\n" if min_per_class else ""), encoding="utf-8")
     return vb.run(suite, out=work / "run", progress=False).run_dir
 
 

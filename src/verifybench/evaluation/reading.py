@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from verifybench.errors import VerifybenchError
 from verifybench.evaluation.policy import policy_from_metrics, save_policy
 from verifybench.evaluation.run_dir import POLICY, RunDir
 from verifybench.formats.policy import Policy
@@ -46,8 +47,26 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = N
     run = RunDir.open(run_dir)
     s = run.settings(by=by, target=parse_target(target) if target is not None else None,
                      min_per_class=min_per_class, policy=None)
-    policy = policy_from_metrics(run.metrics(s), run.doc, run_dir)
+    metrics = run.metrics(s)
+    policy = policy_from_metrics(metrics, run.doc, run_dir)
     if out is not None:
+        if not any(row.threshold is not None for rows in policy.thresholds.values() for row in rows.values()):
+            raise VerifybenchError(nothing_usable(metrics, run_dir, out))
         save_policy(policy, out)
     return policy
+
+
+def nothing_usable(metrics: dict[str, Any], run_dir: str | Path, out: str | Path) -> str:
+    """Why a policy whose every threshold is null is not written (a guard would refuse it, and a gate hold
+    nothing): each check's labeled calibration cases of each class against the minimum, and what to do."""
+    per_check = []
+    for vid, v in metrics["verifiers"].items():
+        whole = v["overall"]
+        have = whole["needs"]["threshold"]["calibration_scored"]
+        per_check.append(f"{vid}: {have['hallucinated']} hallucinated and {have['faithful']} faithful"
+                         + (f" ({whole['threshold']['warning']})" if whole["threshold"].get("warning") else ""))
+    return (f"{run_dir}: every threshold in the policy is null, so nothing written to {out} (a guard would refuse "
+            f"it). The whole set's scored calibration cases (minimum {metrics['min_per_class']} of each class, "
+            f"--min-per-class): {'; '.join(per_check)}. To get one: label more, or lower --min-per-class (a noisier "
+            "threshold: see its interval)")
 

@@ -13,8 +13,18 @@ window is a guard decision log or a run directory. Per check, over all cases and
   not gated: over many thousand cases any difference is "significant");
 - the share of production cases whose doc type the policy has no slice for (they get the whole-set
   threshold, fitted on other documents).
-Exit codes as the gate's: 0 within limits, 1 drift beyond a limit, 2 no comparison possible. A slice with
-fewer than `min_cases` cases on either side is reported, not gated.
+A figure (a PSI, a flag-rate change) drifts only when it is beyond its limit (`--max-psi`,
+`--max-flag-rate-change`: the size of change that matters) AND beyond what sampling noise gives at the two
+windows' sizes: its permutation p-value (`metrics.drift.drift_test`: the two windows' scores pooled and
+dealt again), after Holm across all the figures compared (every check and slice judged), at most alpha
+(0.05). On 50 cases a side a PSI of 0.4 is noise; on 10,000 a side a PSI of 0.21 is not. Above 10,000 cases a side
+the test runs on a seeded random 10,000 of each (still a valid test; at that size sampling noise is far
+below the default limits). Each row also
+gives the smallest fall and rise of its flag rate this comparison detects 80% of the time
+(`detectable_change`, at Holm's first-step level alpha / m): a change smaller than that passes unseen.
+The unseen doc types' share is a count, not a sample statistic: judged against its limit alone.
+Exit codes as the gate's: 0 within limits, 1 drift, 2 no comparison possible. A slice with fewer than
+`min_cases` cases on either side is reported, not gated.
 
 A score that is not a finite number (an error verdict, a null, a NaN, an infinity) is left out of every
 figure and counted, per side, in each row and in a note. Both sides must be the same checks: a check
@@ -28,6 +38,7 @@ refused too (with `policy`, only the decisions made under that policy are compar
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +51,7 @@ from verifybench.errors import VerifybenchError
 from verifybench.feedback.runs import RunTable
 from verifybench.feedback.window import Window, open_source
 from verifybench.formats import Baseline, FormatError
+from verifybench.metrics.drift import ALPHA, N_PERM, POWER, Threshold, detectable_change, drift_test, holm
 from verifybench.metrics.settings import OVERALL
 from verifybench.metrics.summary import jsonable
 from verifybench.rundir import MANIFEST
@@ -49,6 +61,7 @@ MAX_PSI = 0.2
 MAX_FLAG_RATE_CHANGE = 0.05
 MAX_UNSEEN_SHARE = 0.05
 MIN_CASES = 30
+PERMUTED_CASES = 10_000  # a side, at most, dealt again for a figure's permutation p-value
 BINS = 10
 EPS = 1e-4
 
@@ -126,7 +139,7 @@ class DriftResult:
             (r["check"], r["slice"], f"{r['reference_cases']} / {r['production_cases']}",
              f"{left_out(r, 'reference')} / {left_out(r, 'production')}", cell(r["reference_flag_rate"]),
              cell(r["production_flag_rate"]), cell(r["flag_rate_change"]), cell(r["psi"]), cell(r["ks_statistic"]),
-             cell(r["ks_p_value"], 4), r["status"] + (f": {r['why']}" if r.get("why") else ""))
+             cell(r["ks_p_value"], 4), detectable(r), r["status"] + (f": {r['why']}" if r.get("why") else ""))
             for r in self.rows]
         return DriftTable(rows=rows, alarms=[r["status"] == "drift" for r in self.rows])
 
@@ -137,7 +150,7 @@ class DriftTable:
 
     TITLE = "drift: production against the reference's test split, at the policy's thresholds"
     COLUMNS = ("check", "slice", "cases ref / prod", "left out ref / prod", "flag rate ref", "prod", "change", "PSI",
-               "KS", "KS p", "result")
+               "KS", "KS p", "detectable fall / rise", "result")
 
     rows: list[tuple[str, ...]]
     alarms: list[bool]
@@ -319,6 +332,7 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
     slices_known = {k for thr in ref.thresholds.values() for k in thr if k != OVERALL}
     docs, rc, wc = _codes(ref.doc_type, win.doc_type)
     every_a, every_b = np.ones(len(rc), bool), np.ones(len(wc), bool)
+    samples: list[tuple[np.ndarray, np.ndarray, Threshold]] = []  # each row's scores and threshold(s)
     for vid in shared:
         thr = ref.thresholds.get(vid, {})
         table = _threshold_table(thr, docs)
@@ -357,15 +371,11 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
             if min(row["reference_cases"], row["production_cases"]) < min_cases:
                 row["status"] = "too few"
                 row["why"] = f"fewer than {min_cases} scored cases on a side"
-            else:
-                why = []
-                if row["psi"] is not None and row["psi"] > max_psi:
-                    why.append(f"PSI {row['psi']:.3f} > {max_psi:g}")
-                if row["flag_rate_change"] is not None and abs(row["flag_rate_change"]) > max_flag_rate_change:
-                    why.append(f"flag rate {row['flag_rate_change']:+.3f} beyond ±{max_flag_rate_change:g}")
-                row["status"] = "drift" if why else "ok"
-                row["why"] = "; ".join(why)
             rows.append(row)
+            held = not np.isnan(ta).all()  # a threshold to read flag rates at (a slice's is one value)
+            samples.append((ra[oka], rb[okb], (ta[oka], tb[okb]) if held and code < 0 else
+                            float(ta[0]) if held else None))
+    notes.append(_judge(rows, samples, max_psi, max_flag_rate_change))
     present = np.zeros(len(docs), bool)
     present[np.unique(wc)] = True
     unseen_codes = [i for i, d in enumerate(docs) if present[i] and d not in slices_known] if slices_known else []
@@ -382,6 +392,64 @@ def compare(ref: Reference, win: Window, max_psi: float = MAX_PSI, max_flag_rate
     return result
 
 
+def _at_most(sample: tuple[np.ndarray, np.ndarray, Threshold], n: int, seed: int
+             ) -> tuple[np.ndarray, np.ndarray, Threshold]:
+    """A row's scores (and per-case thresholds), each side cut to a seeded random `n` cases: the
+    permutations' cost grows with the cases, and beyond `n` a side the noise is far below any limit."""
+    a, b, thr = sample
+    rng = np.random.default_rng(seed)
+    ka = np.sort(rng.choice(len(a), n, replace=False)) if len(a) > n else slice(None)
+    kb = np.sort(rng.choice(len(b), n, replace=False)) if len(b) > n else slice(None)
+    if isinstance(thr, tuple):
+        thr = (np.asarray(thr[0])[ka], np.asarray(thr[1])[kb])
+    return a[ka], b[kb], thr
+
+
+LIMITED = (("psi", "psi_p_value"), ("flag_rate_change", "flag_rate_p_value"))  # the figures judged, their p-value
+
+
+def _judge(rows: list[dict[str, Any]], samples: list[tuple[np.ndarray, np.ndarray, Threshold]], max_psi: float,
+           max_change: float, alpha: float = ALPHA, power: float = POWER) -> str:
+    """Set each judged row's status: a figure drifts when it is beyond its limit and its permutation
+    p-value, after Holm across every figure compared, is at most `alpha`. Only a figure beyond its limit
+    can drift, so only those are permuted; the others count in the family at p = 1 (Holm is monotone, so
+    that never adds an alarm). Also each row's smallest detectable fall and rise of the flag rate, at
+    Holm's first-step level alpha / m. Returns a note saying how the figures were judged."""
+    judged = [i for i, r in enumerate(rows) if r.get("status") != "too few"]
+    family = [(i, k) for i in judged for k, _ in LIMITED if rows[i][k] is not None]
+    m = max(len(family), 1)
+    n_perm = max(N_PERM, math.ceil(2 * m / alpha))  # the smallest p-value reachable is below alpha / m
+    limit = {"psi": max_psi, "flag_rate_change": max_change}
+    p = dict.fromkeys(family, 1.0)
+    for i in judged:
+        over = [k for k, _ in LIMITED if rows[i][k] is not None and abs(rows[i][k]) > limit[k]]
+        a, b, thr = _at_most(samples[i], PERMUTED_CASES, seed=i)
+        if over and len(a) >= 2:
+            test = drift_test(a, b, thr, alpha, n_perm, seed=i)
+            p.update({(i, k): test[k]["p_value"] for k in over})
+    adjusted = dict(zip(family, holm([p[f] for f in family]))) if family else {}
+    for i in judged:
+        row, why, drifted = rows[i], [], False
+        for k, p_key in LIMITED:
+            row[p_key] = None
+            if row[k] is None or abs(row[k]) <= limit[k]:
+                continue
+            q = row[p_key] = float(adjusted[(i, k)])
+            drifted |= q <= alpha
+            shown = f"PSI {row[k]:.3f} > {max_psi:g}" if k == "psi" else f"flag rate {row[k]:+.3f} beyond ±{max_change:g}"
+            why.append(f"{shown}, p {q:.3g}" + ("" if q <= alpha else " (within sampling noise)"))
+        row["status"], row["why"] = ("drift" if drifted else "ok"), "; ".join(why)
+        if row["flag_rate_change"] is not None:
+            fall, rise = detectable_change(row["reference_flag_rate"], min(row["reference_cases"], PERMUTED_CASES),
+                                           min(row["production_cases"], PERMUTED_CASES), alpha / m, power)
+            row["detectable_flag_rate_fall"] = None if math.isnan(fall) else fall
+            row["detectable_flag_rate_rise"] = None if math.isnan(rise) else rise
+    return (f"a figure drifts when it is beyond its limit and beyond sampling noise: its permutation p-value "
+            f"({n_perm} re-deals of the two windows' scores), after Holm across the {len(family)} figures compared, "
+            f"at most {alpha:g}; 'detectable' is the smallest fall / rise of the flag rate caught {power:.0%} of "
+            f"the time at these sizes")
+
+
 def left_out(row: dict[str, Any], side: str) -> int:
     """A row's cases on `side` left out for a score that is not a finite number."""
     return int(row.get(f"{side}_errors") or 0) + int(row.get(f"{side}_infinite") or 0)
@@ -391,20 +459,29 @@ def _f(x: Any, d: int = 3) -> str:
     return "–" if x is None else f"{x:.{d}f}"
 
 
+def detectable(row: dict[str, Any]) -> str:
+    """The smallest fall and rise of the flag rate the row's comparison detects (–: none possible, or the
+    row was not judged)."""
+    fall, rise = row.get("detectable_flag_rate_fall"), row.get("detectable_flag_rate_rise")
+    if fall is None and rise is None:
+        return "–"
+    return f"{'–' if fall is None else f'-{fall:.3f}'} / {'–' if rise is None else f'+{rise:.3f}'}"
+
+
 def markdown(r: DriftResult, ref: str, win: str, max_psi: float, max_change: float) -> str:
     verdict = {0: "no drift beyond the limits", 1: "**DRIFT**"}[r.exit_code]
     lines = [f"### verifybench drift: {verdict}", "",
              f"Production `{win}` against the test split of `{ref}`, at the policy's thresholds (held). Limits: "
              f"PSI {max_psi:g}, flag-rate change ±{max_change:g}, unseen doc types {r.unseen['limit']:.0%} of cases.",
              "", "| check | slice | cases ref / prod | left out ref / prod | flag rate ref | prod | change | PSI | KS | "
-             "KS p | result |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "KS p | detectable fall / rise | result |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in r.rows:
         res = row["status"] + (f": {row['why']}" if row.get("why") else "")
         lines.append(f"| {row['check']} | {row['slice']} | {row['reference_cases']} / {row['production_cases']} | "
                      f"{left_out(row, 'reference')} / {left_out(row, 'production')} | "
                      f"{_f(row['reference_flag_rate'])} | {_f(row['production_flag_rate'])} | "
                      f"{_f(row['flag_rate_change'])} | {_f(row['psi'])} | {_f(row['ks_statistic'])} | "
-                     f"{_f(row['ks_p_value'], 4)} | {res} |")
+                     f"{_f(row['ks_p_value'], 4)} | {detectable(row)} | {res} |")
     u = r.unseen
     lines += ["", f"Doc types the policy has no slice for: {', '.join(u['doc_types']) or 'none'} "
               f"({u['cases']} cases, {u['share']:.1%}): {u['status']}."]
@@ -434,7 +511,8 @@ def drift(reference_path: str | Path, source: str | Path, max_psi: float | None 
                             MAX_FLAG_RATE_CHANGE if max_flag_rate_change is None else max_flag_rate_change,
                             MAX_UNSEEN_SHARE if max_unseen_share is None else max_unseen_share)
     least = MIN_CASES if min_cases is None else min_cases
-    limits = {"max_psi": psi_, "max_flag_rate_change": change, "max_unseen_share": unseen, "min_cases": least}
+    limits = {"max_psi": psi_, "max_flag_rate_change": change, "max_unseen_share": unseen, "min_cases": least,
+              "alpha": ALPHA}
     try:
         served = None if policy is None else served_policy(policy)
         result = compare(reference(reference_path), open_source(source), psi_, change, unseen, least, served)

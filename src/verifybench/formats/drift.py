@@ -1,7 +1,7 @@
 """A drift record: one `verifybench drift --out` result (production scores against a reference's test
 split, at the policy's thresholds), kept as a file for the history page (`verifybench history`).
 
-Status: `fail` a figure beyond a limit (exit 1); `warn` none beyond a limit, but some slice had too few
+Status: `fail` a figure beyond a limit and beyond sampling noise (exit 1); `warn` none beyond a limit, but some slice had too few
 scored cases on a side to be judged; `pass` every slice judged and within the limits; `refused` no
 comparison could be made (exit 2, `reason` says why)."""
 
@@ -30,6 +30,7 @@ class DriftLimits(_Part):
     max_unseen_share: float | None = Field(None, description="share of production cases whose doc type the "
                                            "policy has no slice for")
     min_cases: int | None = Field(None, description="scored cases a side needs for a slice to be judged")
+    alpha: float | None = omitted(description="family-wise significance level a figure beyond its limit must reach")
 
 
 class DriftRow(_Part):
@@ -53,7 +54,15 @@ class DriftRow(_Part):
     ks_statistic: float | None = Field(None, description="two-sample Kolmogorov-Smirnov statistic (reported, "
                                        "not gated)")
     ks_p_value: float | None = Field(None, description="its p-value")
-    status: Literal["ok", "drift", "too few"] = Field(description="within the limits, beyond one, or too few "
+    psi_p_value: float | None = omitted(description="permutation p-value of the PSI after Holm across the figures "
+                                        "compared (computed only where the PSI is beyond its limit)")
+    flag_rate_p_value: float | None = omitted(description="the same for the flag-rate change")
+    detectable_flag_rate_fall: float | None = omitted(description="the smallest fall of the flag rate this "
+                                                      "comparison detects 80% of the time at these sizes (Holm's "
+                                                      "first-step level)")
+    detectable_flag_rate_rise: float | None = omitted(description="the same for a rise")
+    status: Literal["ok", "drift", "too few"] = Field(description="`drift`: a figure beyond its limit and "
+                                                      "significant (p-value at most alpha); `ok`: none; `too few` "
                                                       "cases on a side to judge")
     why: str | None = omitted(description="the limits crossed, or why it was not judged")
 

@@ -118,6 +118,19 @@ def _p_values(null: np.ndarray, values: np.ndarray) -> np.ndarray:
     return (1 + at_least) / (1 + len(null))
 
 
+def holm(p_values: ArrayLike) -> np.ndarray:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest becomes the running
+    maximum of (m - j + 1) p_(j) for j <= i, capped at 1. A figure is significant at family-wise level
+    alpha when its adjusted p-value is at most alpha, whatever the dependence between the figures."""
+    p = np.asarray(p_values, float)
+    m = len(p)
+    order = np.argsort(p, kind="mergesort")
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
 def detectable_change(rate: float, n_ref: int, n_cur: int, alpha: float = ALPHA, power: float = POWER
                       ) -> tuple[float, float]:
     """The smallest fall and rise of a flag rate from `rate` that a two-sided test at level `alpha` on
