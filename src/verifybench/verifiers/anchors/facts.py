@@ -8,12 +8,25 @@ must appear, normalised, in the sources; a mismatch flags the claim.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
 
+from verifybench.verifiers.anchors.derived import (
+    FACTORS,
+    Quantity,
+    calendar_date,
+    date_derivation,
+    derivation,
+    quantities,
+)
 from verifybench.verifiers.anchors.quantities import (
+    ZONES,
+    _stem,
     drop_negation_idioms,
+    durations,
     expand_contractions,
+    mask,
     plain_number_text,
     quantity_mismatches,
     same_topic,
@@ -68,6 +81,14 @@ def best_clause(claim: str, evidence: str | list[str], language: str = "en") -> 
     return max(parts, key=lambda p: len(claim_words & content_words(p, language)), default=texts[0] if texts else "")
 
 
+# "No - pushes are free": an answer particle replies to the question; it negates nothing in the clause.
+_ANSWER_PARTICLE = re.compile(r"^\s*(?:no|nope|not\s+quite(?:\s+yet)?|(?:unfortunately|sadly|i'?m\s+afraid)\s*,?\s*not|"
+                              r"yes|yep|yeah)\b\s*(?:[,.;:!\u2014\u2013]|\s-\s)+\s*", re.I)
+_ABOUT_SOURCES = re.compile(r"\b(?:docs|documents?|documentation|information|materials?|sources?|pages?|they|it)\s+"
+                            r"(?:here\s+|i\s+have\s+)?(?:do(?:es)?\s*n[o'\u2019]?t|do(?:es)?\s+not|don't|doesn't)\s+"
+                            r"(?:say|mention|cover|list|specify|state|include|describe)\b", re.I)
+
+
 def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en") -> bool:
     """True when a clause of the claim and the clause of the evidence it matches disagree on negation.
 
@@ -75,7 +96,11 @@ def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en
     is"), and each has its own polarity. `evidence` given as several chunks is in order of similarity,
     the claim's nearest chunk by the embedding first."""
     texts = [evidence] if isinstance(evidence, str) else evidence
+    if language == "en":
+        claim = _ANSWER_PARTICLE.sub("", claim)
     parts = [p for p in _CLAUSE.split(claim) if len(content_words(p, language)) >= 2] or [claim]
+    if language == "en":  # "the docs don't mention X" says what the sources lack, not that X is false
+        parts = [p for p in parts if not _ABOUT_SOURCES.search(p)]
     for p in parts:
         clause = best_clause(p, texts, language)
         mine = content_words(p, language)
@@ -123,9 +148,13 @@ def numbers(text: str, language: str = "en") -> frozenset[float]:
     return frozenset(round(v, 6) for v in values if v is not None)
 
 
+_DETERMINERS = re.compile(r"^(?:the|a|an|our|your|its|their|this|that)\s+")
+# Time zones and currency codes spaCy tags as organisations ("UTC", "EUR"): the time and number checks'.
+ZONE_AND_CURRENCY_CODES = {z.upper() for z in ZONES} | {"USD", "EUR", "GBP", "RUB", "JPY", "CHF", "CAD", "AUD"}
+
+
 def _norm_entity(text: str) -> str:
-    t = " ".join(words(text))
-    return t[4:] if t.startswith("the ") else t
+    return _DETERMINERS.sub("", " ".join(words(text)))
 
 
 @lru_cache(maxsize=1024)
@@ -158,33 +187,169 @@ def parse_date(text: str) -> date | None:
     return d.date() if d else None
 
 
-def fact_mismatches(claim: str, sources_text: str, language: str = "en",
-                    entities: tuple[tuple[str, str], ...] = ()) -> list[str]:
-    """What in the claim the sources do not back: numbers, dates and named entities.
+# Identifiers read as exact tokens: versions, snake_case, camelCase and PascalCase names, dotted paths,
+# scopes ("keys:manage") and hyphenated header names ("Idempotency-Key"). A near miss ("maxRetries" for
+# "max_retries", "v2024-09" for "v2024-06") is another identifier, whatever an embedding thinks.
+_IDENT = re.compile(
+    r"(?<![\w.:/-])(?:v\d+(?:[.-]\d+)+[a-z]?"
+    r"|[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+    r"|[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+_?|_[A-Za-z0-9_]+"
+    r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"
+    r"|[a-z]+:[a-z_]+"
+    r"|[A-Z][a-z]+(?:-[A-Z][a-z]+)+)(?![\w:/-]|\.\w)")
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifier tokens of `text` (see `_IDENT`), in order, without repeats."""
+    return list(dict.fromkeys(m.group() for m in _IDENT.finditer(text)))
+
+
+def _identifier_in(ident: str, text: str) -> bool:
+    if "." in ident and ":" not in ident and not ident[0].isdigit():
+        # A dotted path's head is often the caller's own variable ("e.retry_after", "client.send"):
+        # the attribute it reaches is what must be documented.
+        ident = ident.rsplit(".", 1)[1] if not re.fullmatch(r"v?\d[\d.]*", ident) else ident
+    return re.search(r"(?<![\w])" + re.escape(ident) + r"(?![\w])", text) is not None
+
+
+def number_spans(text: str, language: str = "en") -> tuple[str, list[tuple[int, int, float]]]:
+    """(the text as read, with English number words as digits; (start, end, value) of each number in it)."""
+    if language == "en":
+        from numerizer import numerize
+
+        try:
+            text = numerize(text)
+        except Exception:  # noqa: BLE001 - numerizer fails on some odd strings; digits still count
+            pass
+    out = [(m.start(), m.end(), v) for m in _NUMBER.finditer(text) if (v := _to_float(m.group())) is not None]
+    return text, out
+
+
+def operands(*texts: str) -> list[Quantity]:
+    """The numbers `texts` state (an answer, the question), with their kinds: what an answer's
+    arithmetic may start from (`derived`). Durations count ("365 days"); times of day do not."""
+    out: list[Quantity] = []
+    for text in texts:
+        if text:
+            read, spans = number_spans(plain_number_text(text, keep_durations=True))
+            out += quantities(read, [(a, b, round(v, 6)) for a, b, v in spans])
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _calendar_dates(text: str) -> frozenset[date]:
+    """Dates with a day and a month that spaCy finds in `text` (`derived.calendar_date`)."""
+    from verifybench.verifiers.anchors.text import english_pipeline
+
+    found = set()
+    for doc in english_pipeline().pipe([text[i:i + 100_000] for i in range(0, len(text), 100_000)],
+                                       disable=["parser", "lemmatizer"]):
+        for ent in doc.ents:
+            if is_date_entity(ent.text, ent.label_) and (d := calendar_date(ent.text)) is not None:
+                found.add(d)
+    return frozenset(found)
+
+
+def _day_lengths(texts: tuple[str, ...]) -> tuple[list[float], list[int]]:
+    """Calendar durations the texts state, in days and in whole months (a month is 30 days)."""
+    days, months = set(), set()
+    for t in texts:
+        for d in durations(t, keep_ages=True):
+            if d.business:
+                continue
+            for sec in d.seconds:
+                n = sec / 86400
+                if n >= 1 and n == int(n):
+                    days.add(n)
+                    if n % 30 == 0:
+                        months.add(int(n // 30))
+    return sorted(days), sorted(months)
+
+
+@dataclass
+class Findings:
+    """What a claim's fact check found: the problems (each flags the claim) and the numbers and dates
+    supported by arithmetic, with the operation (`derived`)."""
+
+    problems: list[str] = field(default_factory=list)
+    derived: list[str] = field(default_factory=list)
+
+
+def fact_findings(claim: str, sources_text: str, language: str = "en", entities: tuple[tuple[str, str], ...] = (),
+                  question: str = "", response: str = "") -> Findings:
+    """What in the claim the sources (and the question) do not back: numbers, dates, times, durations and
+    named entities; and which of its numbers and dates the answer derived from stated ones.
 
     Args:
         claim: the claim's text.
         sources_text: every source of the case, joined.
         language: "en" or "ru".
         entities: (text, spaCy label) of the named entities inside the claim.
+        question: the case's question: what the user states there (an amount, a date, how long ago)
+            supports what the answer repeats of it.
+        response: the whole answer: the numbers its arithmetic may start from.
     """
-    problems = []
+    out = Findings()
+    stated = f"{sources_text}\n{question}" if question else sources_text
+    # Calendar dates are checked as dates (stated, or derived), not again as bare numbers.
+    date_spans: list[tuple[int, int]] = []
+    calendar = [(t, d) for t, label in entities if is_date_entity(t, label) and (d := calendar_date(t)) is not None]
+    for text, _ in calendar:
+        i = claim.find(text)
+        if i >= 0:
+            date_spans.append((i, i + len(text)))
     # English times of day and durations are compared as such ("a week" = "7 days"); what is left of
     # the claim, less number words that are not quantities ("once", "each one"), is checked for numbers.
     checked = plain_number_text(claim) if language == "en" else claim
-    for n in sorted(numbers(checked, language) - numbers(sources_text, language)):
-        problems.append(f"number {n:g} is not in the sources")
+    if date_spans:
+        checked = mask(checked, date_spans)
+    missing = numbers(checked, language) - numbers(stated, language)
+    if missing:
+        read, spans = number_spans(checked, language)
+        pool = operands(response or claim, question)
+        for n in sorted(missing):
+            where = next(((a, b) for a, b, v in spans if round(v, 6) == n), None)
+            q = quantities(read, [(where[0], where[1], n)])[0] if where else Quantity(n, "bare")
+            if q.factor_operand and n in FACTORS:
+                out.derived.append(f"{n:g}: a conversion factor")
+            elif (how := derivation(n, q.kind, pool)) is not None:
+                out.derived.append(how)
+            else:
+                out.problems.append(f"number {n:g} is not in the sources")
     if language == "en":
-        problems += quantity_mismatches(claim, sources_text)
+        out.problems += quantity_mismatches(claim, stated, response)
+        out.problems += [f"identifier {i!r} is not in the sources" for i in identifiers(claim)
+                         if not _identifier_in(i, stated)]
     if not entities:
-        return problems
-    lowered = _norm_entity(sources_text)
+        return out
+    lowered = _norm_entity(stated)
+    stated_words = {_stem(w) for w in words(stated)}
     for text, label in entities:
-        if is_date_entity(text, label) and (d := parse_date(text)) is not None:
-            if text.lower() not in sources_text.lower() and d not in _source_dates(sources_text):
-                problems.append(f"date {text!r} is not in the sources")
+        if is_date_entity(text, label) and (cd := calendar_date(text)) is not None:
+            if text.lower() in stated.lower() or cd in _calendar_dates(stated):
+                continue
+            days, months = _day_lengths((sources_text, question, response or claim))
+            dates = sorted(_calendar_dates(stated) | _calendar_dates(response or claim) - {cd})
+            if (how := date_derivation(cd, dates, days, months)) is not None:
+                out.derived.append(how)
+            else:
+                out.problems.append(f"date {text!r} is not in the sources")
+        elif is_date_entity(text, label) and (d := parse_date(text)) is not None:
+            if text.lower() not in stated.lower() and d not in _source_dates(stated):
+                out.problems.append(f"date {text!r} is not in the sources")
         elif label in ENTITY_LABELS:
             name = _norm_entity(text)
-            if name and name not in lowered:
-                problems.append(f"{label.lower()} {text!r} is not in the sources")
-    return problems
+            if not name or name in lowered or name.upper() in ZONE_AND_CURRENCY_CODES:
+                continue
+            # Every word of the name among the stated words ("Refunds" where the sources say "refund"):
+            # a capitalised common word is not an unknown name.
+            if all(_stem(w) in stated_words for w in name.split()):
+                continue
+            out.problems.append(f"{label.lower()} {text!r} is not in the sources")
+    return out
+
+
+def fact_mismatches(claim: str, sources_text: str, language: str = "en",
+                    entities: tuple[tuple[str, str], ...] = (), question: str = "", response: str = "") -> list[str]:
+    """The problems of `fact_findings`: what in the claim the sources (and the question) do not back."""
+    return fact_findings(claim, sources_text, language, entities, question, response).problems

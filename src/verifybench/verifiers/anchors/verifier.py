@@ -36,6 +36,7 @@ from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
+from verifybench.verifiers.anchors.binding import unbound
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.roles import role_swaps, word_stems
@@ -266,16 +267,25 @@ class AnchorsVerifier(Verifier):
             if o.logic and (russian.polarity_mismatch(claim.text, top) if lang == "ru"
                             else factcheck.polarity_mismatch(claim.text, top, lang)):
                 flags.append("negation differs from the matched evidence")
+            derived: list[str] = []
             if o.facts and lang == "ru":
                 flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
             elif o.facts:
-                flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
+                found = factcheck.fact_findings(claim.text, sources_text, lang, claim.entities,
+                                                case.question or "", case.response)
+                flags += found.problems
+                derived = found.derived
                 flags += self._swaps(claim.text, top, source_words)
+                if not found.problems:
+                    flags += unbound(claim.text, [s.text for s in case.sources])
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
+            detail = {"cosine": cosine, "source_id": chunk.source_id, "flags": flags, "embedded_text": claim.text}
+            evidence = chunk.text
+            if derived:  # arithmetic on stated numbers: the evidence shows the operation
+                detail["derived"] = derived
+                evidence = f"{chunk.text} [derived: {'; '.join(derived)}]"
             units.append(Unit(text=case.response[claim.start:claim.end], score=claim_score(cosine, len(flags)),
-                              status=status, evidence=chunk.text, start=claim.start, end=claim.end,
-                              detail={"cosine": cosine, "source_id": chunk.source_id, "flags": flags,
-                                      "embedded_text": claim.text}))
+                              status=status, evidence=evidence, start=claim.start, end=claim.end, detail=detail))
         score = max(u.score for u in units if u.score is not None)
         units = sorted([*units, *skipped], key=lambda u: (u.start or 0))
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
