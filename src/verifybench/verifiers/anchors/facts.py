@@ -34,7 +34,11 @@ from verifybench.verifiers.anchors.quantities import (
 
 # Negation cues (NegEx-style word lists). English "n't" is split off by the tokenizer below.
 NEGATIONS = {
-    "en": {"not", "no", "never", "none", "nor", "neither", "without", "cannot", "n't", "nothing", "nobody"},
+    # Words that deny as a "not" does count too ("is excluded" = "isn't covered", "we refuse" = "we won't"):
+    # legal wording says the one and a plain answer the other.
+    "en": {"not", "no", "never", "none", "nor", "neither", "without", "cannot", "n't", "nothing", "nobody",
+           "exclude", "excluded", "excludes", "excluding", "exclusion", "refuse", "refused", "refuses", "decline",
+           "declined", "declines", "deny", "denied", "denies", "ineligible", "void", "prohibited", "unable"},
     "ru": {"не", "нет", "ни", "никогда", "без", "нельзя", "ничего", "никто"},
 }
 _WORD = re.compile(r"n't|\w+", re.UNICODE)
@@ -72,12 +76,31 @@ def content_words(text: str, language: str = "en") -> set[str]:
     return set(words(text)) - stop_words(language)
 
 
+def clauses(text: str) -> list[str]:
+    """`text` cut at clause boundaries; a comma-separated piece of three words or fewer is a list item
+    ("damage to fences, gates and hedges isn't"), kept with what follows it."""
+    out: list[str] = []
+    carry = ""
+    for piece in _CLAUSE.split(text):
+        if not piece or not piece.strip():
+            continue
+        piece = f"{carry}, {piece}" if carry else piece
+        if len(piece.split()) <= 3 and not piece.rstrip().endswith((".", "!", "?", ";")):
+            carry = piece
+            continue
+        carry = ""
+        out.append(piece)
+    if carry:
+        out.append(carry)
+    return out
+
+
 def best_clause(claim: str, evidence: str | list[str], language: str = "en") -> str:
     """The clause of the evidence (one text or several candidate chunks) sharing the most content words
     with `claim`: polarity is compared there, not over a chunk that may negate something else."""
     claim_words = content_words(claim, language)
     texts = [evidence] if isinstance(evidence, str) else evidence
-    parts = [p for t in texts for p in _CLAUSE.split(t) if p and p.strip()]
+    parts = [p for t in texts for p in clauses(t)]
     return max(parts, key=lambda p: len(claim_words & content_words(p, language)), default=texts[0] if texts else "")
 
 
@@ -98,13 +121,14 @@ def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en
     texts = [evidence] if isinstance(evidence, str) else evidence
     if language == "en":
         claim = _ANSWER_PARTICLE.sub("", claim)
-    parts = [p for p in _CLAUSE.split(claim) if len(content_words(p, language)) >= 2] or [claim]
+    parts = [p for p in clauses(claim) if len(content_words(p, language)) >= 2] or [claim]
     if language == "en":  # "the docs don't mention X" says what the sources lack, not that X is false
         parts = [p for p in parts if not _ABOUT_SOURCES.search(p)]
     for p in parts:
         clause = best_clause(p, texts, language)
         mine = content_words(p, language)
-        if language == "en" and not same_topic(mine, content_words(clause, language)):
+        if language == "en" and not (same_topic(mine, content_words(clause, language))
+                                     and _restates(mine, content_words(clause, language))):
             # English: an evidence clause that shares fewer than two content words with the claim's clause
             # (one, if the clause has one) is not about the same thing, and its polarity says nothing; but
             # a denial needs a denial to back it: a negated clause whose nearest chunk by the embedding
@@ -113,7 +137,34 @@ def polarity_mismatch(claim: str, evidence: str | list[str], language: str = "en
                     and same_topic(mine, content_words(texts[0], language), need=1)):
                 return True
             continue
-        if negation_count(p, language) % 2 != negation_count(clause, language) % 2:
+        if negation_count(p, language) % 2 != negation_count(clause, language) % 2 and not (
+                language == "en" and _agreeing_rival(p, mine, clause, texts, language)):
+            return True
+    return False
+
+
+RESTATE_SHARE = 0.5  # picked by rotation from 0, 0.5, 0.7: folds disagree within noise; best pooled (docs/measured.md, issue 46)
+
+
+def _restates(mine: set[str], theirs: set[str]) -> bool:
+    """The evidence clause says what the claim's clause says: it holds at least `RESTATE_SHARE` of the
+    claim clause's content words (stemmed). Polarity compared with a clause that only touches the same
+    topic flags paraphrases ("we won't pay" against "the Insurer shall not be liable") at random."""
+    a = {_stem(w) for w in mine if w.isalpha()}
+    return not a or len(a & {_stem(w) for w in theirs}) >= RESTATE_SHARE * len(a)
+
+
+def _agreeing_rival(part: str, mine: set[str], clause: str, texts: list[str], language: str) -> bool:
+    """Another evidence clause about as close to the claim's clause as the best one (one shared content
+    word fewer at most) that agrees with it on negation: which of the two the claim restates is not
+    clear ("damage to fences isn't covered" against "damage to your home is covered, but damage to fences,
+    gates and hedges isn't"), so a mismatch with one of them is no evidence."""
+    stems = {_stem(w) for w in mine}
+    best = len(stems & {_stem(w) for w in content_words(clause, language)})
+    want = negation_count(part, language) % 2
+    for c in (c for t in texts for c in clauses(t)):
+        shared = len(stems & {_stem(w) for w in content_words(c, language)})
+        if c != clause and shared >= max(2, best - 1) and negation_count(c, language) % 2 == want:
             return True
     return False
 
@@ -334,7 +385,8 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
                 out.derived.append(how)
             else:
                 out.problems.append(f"date {text!r} is not in the sources")
-        elif is_date_entity(text, label) and (d := parse_date(text)) is not None:
+        elif is_date_entity(text, label) and not durations(text) and (d := parse_date(text)) is not None:
+            # ("35 days" is a duration spaCy tags as a date: the duration check's)
             if text.lower() not in stated.lower() and d not in _source_dates(stated):
                 out.problems.append(f"date {text!r} is not in the sources")
         elif label in ENTITY_LABELS:

@@ -44,7 +44,8 @@ def expand_contractions(text: str) -> str:
 # "by 5 pm", "not only ... but" adds.
 _NEGATION_IDIOMS = re.compile(
     r"\b(?:at\s+)?no\s+(?:extra\s+|additional\s+)?(?:cost|charge|fee)s?\b|\bno\s+(?:later|earlier|more|less)\s+than\b|"
-    r"\bnot\s+only\b|\bno\s+(?:problem|worries|matter)\b|\bnothing\s+but\b|\bnone\s+other\s+than\b",
+    r"\bnot\s+only\b|\bno\s+(?:problem|worries|matter)\b|\bnothing\s+but\b|\bnone\s+other\s+than\b|"
+    r"\b(?:shall|will|does|do|must|may|can|to)\s+not\s+exceed\b|\bnot\s+(?:more|later|earlier)\s+than\b",
     re.I)
 
 
@@ -202,10 +203,13 @@ def durations(text: str, keep_ages: bool = False) -> tuple[Duration, ...]:
             continue
         if re.search(r"and\s+a\s+half", m.group(), re.I):
             v += 0.5
-        unit = UNITS[m.group("unit").lower()]
+        name = m.group("unit").lower()
+        unit = UNITS[name]
         values = {v * unit}
         if m.group("n0") is not None and (v0 := _value(m.group("n0"))) is not None:
             values.add(v0 * unit)
+        if name == "year":  # a year is also twelve months ("two years" = "24 months")
+            values |= {x / unit * 12 * UNITS["month"] for x in values}
         out.append(Duration(m.group().strip(), frozenset(values), m.group("biz") is not None
                             and not m.group("biz").lower().startswith("calendar"), m.start(), m.end()))
     return tuple(out)

@@ -15,9 +15,10 @@ units that state nothing a source could back (greetings, thanks, offers of help,
 question back to the customer) and strips such openers from the claims it keeps; skipped units stay in
 the verdict with status "skipped: ..." and no score.
 A claim's score is graded and lies in [0, 1]: 0.5 x (1 - cosine) when every check passes (so [0, 0.5]),
-and 1 - 0.5 x cosine x 0.5^(failed checks - 1) when a logic or fact check fails (so [0.5, 1]: a failed
-check always outranks a passing claim, and among failed ones a weaker cosine and more failed checks rank
-higher); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
+and 1 - 0.5^failed checks x (1 - cosine / 2) when a logic or fact check fails (so [0.5, 1]: a failed
+check always outranks a passing claim, more failed checks rank higher, and among claims failing as many
+a closer match ranks higher: a claim that restates its evidence and differs in the checked item is the
+surer error); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
 likely hallucinated. `support_threshold` only labels claims as supported or not in the verdict's
 details; the threshold that decides a case is the metrics layer's. Each verdict's latency is its own
 (`verifybench.verifiers.latency`): its own stages timed alone, the batched parse and embedding calls
@@ -77,12 +78,14 @@ class AnchorsOptions(BaseModel):
 
 
 def claim_score(cosine: float, failed_checks: int) -> float:
-    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes, [0.5, 1]
-    when `failed_checks` logic or fact checks fail; weaker cosine support scores higher in both."""
+    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes (weaker
+    cosine support scores higher), [0.5, 1] when `failed_checks` logic or fact checks fail (more failed
+    checks score higher; among as many, the closer match to the evidence: the check failed on a claim
+    that restates that evidence)."""
     c = min(1.0, max(0.0, cosine))
     if failed_checks <= 0:
         return 0.5 * (1.0 - c)
-    return 1.0 - 0.5 * c * 0.5 ** (failed_checks - 1)
+    return 1.0 - 0.5 ** failed_checks * (1.0 - c / 2)
 
 
 @lru_cache(maxsize=8192)
