@@ -87,6 +87,19 @@ _ABSTENTION = re.compile(
     r"(?:the|my|our)\s+(?:docs|documents?|documentation|information|materials?|sources?)\b)", re.I)
 
 
+# The same in Russian ("у меня нет информации об этом", "в документах об этом не сказано").
+_ABSTENTION_RU = re.compile(
+    r"^\W*(?:(?:к\s+сожалению|увы),?\s+)?(?:"
+    r"у\s+(?:меня|нас)\s+нет\s+(?:информации|данных|сведений)"
+    r"|(?:я\s+)?не\s+(?:могу|нахожу|вижу)\s+(?:подтвердить|сказать|найти|ответить|информации|данных|сведений)"
+    r"|(?:в|во)\s+(?:моих|наших|имеющихся|этих|доступных)?\s*(?:материалах|документах|данных|источниках|справке|"
+    r"статьях|правилах)\s+(?:(?:этого|об\s+этом|такой\s+информации|ничего)\s+)?(?:нет|не\s+(?:сказано|указано|"
+    r"говорится|упоминается|описано))"
+    r"|(?:об\s+этом|этого)\s+(?:в\s+\w+\s+)?(?:нет|не\s+(?:сказано|указано|говорится))"
+    r"|(?:информации|данных|сведений)\s+(?:об\s+этом|на\s+этот\s+счёт|на\s+этот\s+счет)\s+(?:у\s+меня\s+)?нет)",
+    re.I)
+
+
 @dataclass(frozen=True)
 class Worthiness:
     """One unit sorted: `reason` is None for a check-worthy unit (its checkable text begins `offset`
@@ -151,6 +164,9 @@ def _parser_reason(span) -> str | None:
 def assess(texts: list[str], language: str = "en", docs: list | None = None) -> list[Worthiness]:
     """Each unit sorted (see the module docstring). `docs`, when given, are the units already parsed by
     spaCy (spans or docs, one per text); otherwise the short units the rules leave are parsed here."""
+    if language == "ru":
+        return [Worthiness("says the sources do not answer") if _ABSTENTION_RU.search(t) else Worthiness(None)
+                for t in texts]
     if language != "en":
         return [Worthiness(None) for _ in texts]
     out = [_rule_reason(t) for t in texts]

@@ -263,6 +263,51 @@ def _identifier_in(ident: str, text: str) -> bool:
     return re.search(r"(?<![\w])" + re.escape(ident) + r"(?![\w])", text) is not None
 
 
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.]*")
+_COORDINATORS = {"and": "or", "or": "and"}
+
+
+def _content_at(toks: list[str], i: int, step: int, stops: frozenset[str]) -> str | None:
+    """The first content word from toks[i] in direction `step`, within four tokens."""
+    for j in range(i, i + 4 * step, step):
+        if not 0 <= j < len(toks) or toks[j] in _COORDINATORS:
+            return None
+        if toks[j] not in stops and toks[j][0].isalpha():
+            return _stem(toks[j])
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _coordinated(text: str, skip_lists: bool) -> frozenset[tuple[str, str, str]]:
+    """(word before, "and"/"or", word after) of each coordinator in `text`, the words stemmed content words
+    within four tokens of it; with `skip_lists`, none from a list (a comma shortly before the coordinator)."""
+    stops = stop_words("en") - {"and", "or"}
+    out = set()
+    for m in re.finditer(r"\b(and|or)\b", text, re.I):
+        if skip_lists and "," in re.split(r"[.;:!?]", text[max(0, m.start() - 40):m.start()])[-1]:
+            continue
+        before = [t.lower() for t in _TOKEN.findall(text[max(0, m.start() - 60):m.start()])]
+        after = [t.lower() for t in _TOKEN.findall(text[m.end():m.end() + 60])]
+        a = _content_at(before, len(before) - 1, -1, stops)
+        b = _content_at(after, 0, 1, stops)
+        if a is not None and b is not None and a != b:
+            out.add((a, m.group(1).lower(), b))
+    return frozenset(out)
+
+
+def coordination_mismatches(claim: str, sources_text: str) -> list[str]:
+    """A condition joined by "and" in the claim where the sources join the same two words by "or", or
+    the reverse ("$500 in direct deposits and a minimum balance" against "... or a minimum balance"):
+    both conditions instead of either, or either instead of both. A list ("fences, gates and hedges")
+    is no condition: "and" and "or" often mean the same there. English."""
+    if not re.search(r"\b(?:and|or)\b", claim):
+        return []
+    theirs = _coordinated(sources_text, False)
+    return [f"{tok!r} where the sources say {_COORDINATORS[tok]!r} ({a} ... {b})"
+            for a, tok, b in sorted(_coordinated(claim, True))
+            if (a, _COORDINATORS[tok], b) in theirs and (a, tok, b) not in theirs]
+
+
 def number_spans(text: str, language: str = "en") -> tuple[str, list[tuple[int, int, float]]]:
     """(the text as read, with English number words as digits; (start, end, value) of each number in it)."""
     if language == "en":
@@ -326,6 +371,13 @@ class Findings:
     derived: list[str] = field(default_factory=list)
 
 
+def user_statements(question: str) -> str:
+    """The sentences of a question that state something (not asking): "I bought it 3 weeks ago."."""
+    from verifybench.verifiers.anchors.text import sentences
+
+    return " ".join(s.text for s in sentences(question) if not s.text.rstrip().endswith("?"))
+
+
 def fact_findings(claim: str, sources_text: str, language: str = "en", entities: tuple[tuple[str, str], ...] = (),
                   question: str = "", response: str = "") -> Findings:
     """What in the claim the sources (and the question) do not back: numbers, dates, times, durations and
@@ -342,6 +394,9 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
     """
     out = Findings()
     stated = f"{sources_text}\n{question}" if question else sources_text
+    # Names the user states back the answer's; names a question only asks about ("Which came first, A or B?")
+    # do not. Numbers, dates and durations of the question are the user's situation either way.
+    told = f"{sources_text}\n{user_statements(question)}" if question else sources_text
     # Calendar dates are checked as dates (stated, or derived), not again as bare numbers.
     date_spans: list[tuple[int, int]] = []
     calendar = [(t, d) for t, label in entities if is_date_entity(t, label) and (d := calendar_date(t)) is not None]
@@ -371,10 +426,11 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
         out.problems += quantity_mismatches(claim, stated, response)
         out.problems += [f"identifier {i!r} is not in the sources" for i in identifiers(claim)
                          if not _identifier_in(i, stated)]
+        out.problems += coordination_mismatches(claim, sources_text)
     if not entities:
         return out
-    lowered = _norm_entity(stated)
-    stated_words = {_stem(w) for w in words(stated)}
+    lowered = _norm_entity(told)
+    stated_words = {_stem(w) for w in words(told)}
     for text, label in entities:
         if is_date_entity(text, label) and (cd := calendar_date(text)) is not None:
             if text.lower() in stated.lower() or cd in _calendar_dates(stated):
@@ -393,9 +449,9 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
             name = _norm_entity(text)
             if not name or name in lowered or name.upper() in ZONE_AND_CURRENCY_CODES:
                 continue
-            # Every word of the name among the stated words ("Refunds" where the sources say "refund"):
-            # a capitalised common word is not an unknown name.
-            if all(_stem(w) in stated_words for w in name.split()):
+            # A one-word name that the sources use as a word ("Refunds" where they say "refund"): a
+            # capitalised common word, not an unknown name.
+            if " " not in name and _stem(name) in stated_words:
                 continue
             out.problems.append(f"{label.lower()} {text!r} is not in the sources")
     return out

@@ -272,7 +272,10 @@ class AnchorsVerifier(Verifier):
                 flags.append("negation differs from the matched evidence")
             derived: list[str] = []
             if o.facts and lang == "ru":
-                flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
+                found = russian.fact_findings(claim.text, [s.text for s in case.sources], case.question or "",
+                                              case.response)
+                flags += found.problems
+                derived = found.derived
             elif o.facts:
                 found = factcheck.fact_findings(claim.text, sources_text, lang, claim.entities,
                                                 case.question or "", case.response)
