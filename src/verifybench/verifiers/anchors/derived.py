@@ -10,10 +10,12 @@ what the operation on the stated numbers gives.
   computes from), each with its kind read from the words around it: money (a currency sign or word),
   percent, a count of something ("8 numbers", "3 requests"), or bare. The operands' own support is
   checked like every other number of the answer: a wrong operand is flagged where it stands.
-- Operations: a + b, a - b (same kind), a x b and a / b (one side a count or bare: how many; a / b
-  rounded up too: "1,250 messages at 500 a request need 3 requests"), p% of a, and a less or more p%.
-- Conversion factors (12 months, 24 hours, 60 minutes, 7 days, 365 days, 100, 1,000, 3,600) may be the
-  multiplier or divisor, and are accepted as numbers where the answer writes them as an operand
+- Operations: a + b, a - b (same kind), a x b and a / b (one side a count or bare: how many), p% of a,
+  and a less or more p%. 0, 1 and bare years are no operands, and the operands are the ones near the
+  claim (its sentence and the one before, and the question): on long texts with many numbers (SummEdits'
+  summaries) any small number is some pair's sum or quotient.
+- Conversion factors (12 months, 24 hours, 60 minutes, 7 days, 365 days, 100, 1,000, 3,600) may only be
+  the multiplier or divisor, and are accepted as numbers where the answer writes them as an operand
   ("$399 x 12").
 - A date is derived when it is a stated date plus or minus a stated duration in days, weeks or months
   (business days need a calendar, and are not computed).
@@ -97,25 +99,26 @@ def _results(a: Quantity, b: Quantity, kind: str):
         yield x * y, f"{_fmt(x)} x {_fmt(y)}"
         if y:
             yield x / y, f"{_fmt(x)} / {_fmt(y)}"
-            yield float(math.ceil(x / y - 1e-9)), f"{_fmt(x)} / {_fmt(y)}, rounded up"
     if a.kind == b.kind and kind in ("bare", "count") and y:  # a ratio: "365 / 30 is about 12 times"
         yield x / y, f"{_fmt(x)} / {_fmt(y)}"
 
 
+def _operand(q: Quantity) -> bool:
+    """A number arithmetic may start from: not 0 or 1 (x 1, + 0 derive anything from anything) and not a
+    bare year ("2021 - 2019 = 2")."""
+    return q.value not in (0.0, 1.0) and not (q.kind == "bare" and 1900 <= q.value <= 2100 and q.value == int(q.value))
+
+
 def derivation(target: float, kind: str, operands: list[Quantity]) -> str | None:
-    """How one operation on two of `operands` gives `target` ("3 x 15 = 45"), or None."""
-    pool = [q for q in operands if not _close(q.value, target)]
+    """How one operation on two of `operands` gives `target` ("3 x 15 = 45"), or None. A conversion
+    factor is only ever the multiplier or the divisor."""
+    pool = [q for q in operands if not _close(q.value, target) and _operand(q)]
     factors = [Quantity(f, "bare") for f in FACTORS]
     for i, a in enumerate(pool):
         for j, b in enumerate(pool + factors):
             if i == j:
                 continue
             for v, shown in _results(a, b, kind):
-                if _close(v, target):
-                    return f"{shown} = {_fmt(target)}"
-            if j < len(pool):
-                continue
-            for v, shown in _results(b, a, kind):  # a factor on the left: "12 x $49"
                 if _close(v, target):
                     return f"{shown} = {_fmt(target)}"
     return None

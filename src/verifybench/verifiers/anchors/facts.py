@@ -371,6 +371,19 @@ class Findings:
     derived: list[str] = field(default_factory=list)
 
 
+def arithmetic_context(response: str, start: int, end: int, language: str = "en") -> str:
+    """The part of the answer a claim at response[start:end] may compute from: its sentence and the one
+    before (an answer states its operands next to its result: "$15 each, so three would be $45")."""
+    from verifybench.verifiers.anchors.text import sentences
+
+    sents = sentences(response, language)
+    at = [i for i, s in enumerate(sents) if s.start < end and s.end > start]
+    if not at:
+        return response[start:end]
+    lo = max(0, at[0] - 1)
+    return response[sents[lo].start:sents[at[-1]].end]
+
+
 def user_statements(question: str) -> str:
     """The sentences of a question that state something (not asking): "I bought it 3 weeks ago."."""
     from verifybench.verifiers.anchors.text import sentences
@@ -390,7 +403,8 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
         entities: (text, spaCy label) of the named entities inside the claim.
         question: the case's question: what the user states there (an amount, a date, how long ago)
             supports what the answer repeats of it.
-        response: the whole answer: the numbers its arithmetic may start from.
+        response: the part of the answer the claim's arithmetic may start from (`arithmetic_context`),
+            and where a duration said another way may be backed ("300 seconds (5 minutes)").
     """
     out = Findings()
     stated = f"{sources_text}\n{question}" if question else sources_text

@@ -40,6 +40,7 @@ from verifybench.verifiers.anchors import russian
 from verifybench.verifiers.anchors.binding import unbound
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+from verifybench.verifiers.anchors.facts import arithmetic_context
 from verifybench.verifiers.anchors.roles import role_swaps, word_stems
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
@@ -273,12 +274,13 @@ class AnchorsVerifier(Verifier):
             derived: list[str] = []
             if o.facts and lang == "ru":
                 found = russian.fact_findings(claim.text, [s.text for s in case.sources], case.question or "",
-                                              case.response)
+                                              arithmetic_context(case.response, claim.start, claim.end, lang))
                 flags += found.problems
                 derived = found.derived
             elif o.facts:
                 found = factcheck.fact_findings(claim.text, sources_text, lang, claim.entities,
-                                                case.question or "", case.response)
+                                                case.question or "",
+                                                arithmetic_context(case.response, claim.start, claim.end, lang))
                 flags += found.problems
                 derived = found.derived
                 flags += self._swaps(claim.text, top, source_words)

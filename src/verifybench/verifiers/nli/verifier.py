@@ -42,7 +42,7 @@ from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors.binding import unbound
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
-from verifybench.verifiers.anchors.facts import Findings, fact_findings
+from verifybench.verifiers.anchors.facts import Findings, arithmetic_context, fact_findings
 from verifybench.verifiers.anchors.text import claims, english_pipeline, sentences
 from verifybench.verifiers.anchors.verifier import claim_score
 from verifybench.verifiers.anchors.wording import in_source_wording
@@ -377,9 +377,9 @@ class NLIVerifier(Verifier):
                 sources = [s.text for s in p.case.sources if s.text.strip()]
                 joined = "\n".join(sources)
                 p.checks = []
-                for text, doc in zip(units, unit_docs):
+                for x, text, doc in zip(p.pieces, units, unit_docs):
                     found = fact_findings(text, joined, "en", tuple((e.text, e.label_) for e in doc.ents),
-                                          p.case.question or "", p.case.response)
+                                          p.case.question or "", arithmetic_context(p.case.response, x.start, x.end))
                     if not found.problems:
                         found.problems += unbound(text, sources)
                     p.checks.append(found)
