@@ -140,8 +140,9 @@ def _owner(value: str, kind: str, sentence: str, claim_words: frozenset[str]) ->
     if not at or not rivals:
         return None
     doc = _parse(sentence)
-    # Nearest in the parse tree; the nearer in the text among equals ("Scale keys 200").
-    dist = {i.key: min((_distance(doc, t, i.token), abs(t - i.token)) for t in at) for i in rivals}
+    # Near in the parse tree and in the text ("up to 500 on v2024-06 and up to 100 on v2023-09": the small
+    # model's parse alone may hang both numbers on one version; "Scale keys 200": the text alone decides).
+    dist = {i.key: min(_distance(doc, t, i.token) + abs(t - i.token) for t in at) for i in rivals}
     best = min(dist.values())
     return {k for k, d in dist.items() if d == best}
 

@@ -250,9 +250,20 @@ _IDENT = re.compile(
     r"|[A-Z][a-z]+(?:-[A-Z][a-z]+)+)(?![\w:/-]|\.\w)")
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_KEYWORD_ARGUMENT = re.compile(r"\b([A-Za-z_]\w*)=(?!=)")  # "urgent=True", not "client = ..."
+
+
 def identifiers(text: str) -> list[str]:
-    """The identifier tokens of `text` (see `_IDENT`), in order, without repeats."""
-    return list(dict.fromkeys(m.group() for m in _IDENT.finditer(text)))
+    """The identifier tokens of `text` (see `_IDENT`), and what code spans name: a one-token span
+    (`priority`) and the keyword arguments a call passes (`urgent=True`); in order, without repeats."""
+    found = [(m.start(), m.group()) for m in _IDENT.finditer(text)]
+    for m in _CODE_SPAN.finditer(text):
+        span = m.group(1).strip()
+        if re.fullmatch(r"[A-Za-z_][\w.:-]*", span):
+            found.append((m.start(1), span))
+        found += [(m.start(1) + k.start(1), k.group(1)) for k in _KEYWORD_ARGUMENT.finditer(m.group(1))]
+    return list(dict.fromkeys(t for _, t in sorted(found)))
 
 
 def _identifier_in(ident: str, text: str) -> bool:
@@ -421,6 +432,8 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
     # English times of day and durations are compared as such ("a week" = "7 days"); what is left of
     # the claim, less number words that are not quantities ("once", "each one"), is checked for numbers.
     checked = plain_number_text(claim) if language == "en" else claim
+    if language == "en":  # a version's digits are the identifier check's ("v2024-06" is no 6)
+        date_spans += [(m.start(), m.end()) for m in _IDENT.finditer(claim)]
     if date_spans:
         checked = mask(checked, date_spans)
     missing = numbers(checked, language) - numbers(stated, language)
