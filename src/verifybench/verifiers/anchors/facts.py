@@ -155,16 +155,24 @@ def _restates(mine: set[str], theirs: set[str]) -> bool:
 
 
 def _agreeing_rival(part: str, mine: set[str], clause: str, texts: list[str], language: str) -> bool:
-    """Another evidence clause about as close to the claim's clause as the best one (one shared content
-    word fewer at most) that agrees with it on negation: which of the two the claim restates is not
-    clear ("damage to fences isn't covered" against "damage to your home is covered, but damage to fences,
-    gates and hedges isn't"), so a mismatch with one of them is no evidence."""
+    """Another evidence clause about as close to the claim's clause as the best one that restates it too
+    and agrees with it on negation: which of the two the claim restates is not clear ("damage to fences
+    isn't covered" against "damage to your home is covered, but damage to fences, gates and hedges
+    isn't"), so a mismatch with one of them is no evidence. Closeness weighs each shared word by how few
+    of the clauses hold it: the claim's rarer words ("fences", "API access") say which clause it restates."""
     stems = {_stem(w) for w in mine}
-    best = len(stems & {_stem(w) for w in content_words(clause, language)})
+    candidates = [c for t in texts for c in clauses(t)]
+    held = [{_stem(w) for w in content_words(c, language)} for c in candidates]
+    df = {w: sum(w in h for h in held) for w in stems}
+
+    def weight(words: set[str]) -> float:
+        return sum(1.0 / df[w] for w in stems & words if df[w])
+
+    best = weight({_stem(w) for w in content_words(clause, language)})
     want = negation_count(part, language) % 2
-    for c in (c for t in texts for c in clauses(t)):
-        shared = len(stems & {_stem(w) for w in content_words(c, language)})
-        if c != clause and shared >= max(2, best - 1) and negation_count(c, language) % 2 == want:
+    for c, h in zip(candidates, held):
+        if (c != clause and weight(h) >= 0.6 * best and _restates(mine, content_words(c, language))
+                and negation_count(c, language) % 2 == want):
             return True
     return False
 

@@ -7,9 +7,12 @@
 5. Logic filter (`logic`): a claim whose negation disagrees with the clause it matched (the clause of
    its three best chunks sharing most words with it) is flagged, and so is a denial whose nearest chunk
    negates nothing (`facts.polarity_mismatch`).
-6. Fact checks (`facts`): numbers, dates, amounts and named entities of a claim must appear in the
-   sources, normalised; a mismatch flags the claim. For English, a role, plan or tier put where the
-   matched evidence names another one the sources also use is flagged as swapped (`roles`).
+6. Fact checks (`facts`): numbers, dates, amounts, identifiers and named entities of a claim must appear
+   in the sources (or the question's statements), normalised, or follow from one operation on numbers
+   the answer and the question state (`derived`); a mismatch flags the claim. For English, a role, plan
+   or tier put where the matched evidence names another one the sources also use is flagged as swapped
+   (`roles`), a value the sources say of another term than the claim's is flagged (`binding`), and so is
+   "and" where the sources say "or" between two conditions.
 Before 3, a check-worthiness step (`checkworthy`, on by default; `anchors.checkworthy`) sets aside the
 units that state nothing a source could back (greetings, thanks, offers of help, "let me check", a
 question back to the customer) and strips such openers from the claims it keeps; skipped units stay in

@@ -22,7 +22,11 @@ With `checkworthy` (on by default; summac only), the units that state nothing a 
 in the verdict as units with status "skipped: ..." and no score, and conversational openers are
 stripped from the units that are scored ("Hi Sam, refunds take 5 days" is scored as "refunds take 5
 days").
-Case score = 1 - support: a probability that the response is hallucinated. Each unit of the verdict
+With `fact_checks` (on by default; summac, English) each unit first goes through anchors' fact checks
+(numbers, dates, times, durations, identifiers, names, arithmetic on stated numbers, value binding): a
+unit failing k of them scores `anchors.verifier.claim_score(p, k)`, above every passing unit, and the
+case score is the highest unit score, a ranking rather than a probability (issue 46).
+Otherwise case score = 1 - support: a probability that the response is hallucinated. Each unit of the verdict
 carries its offsets, its best window (evidence, source id, window offsets) and its probability. Each
 verdict's latency is its own (`verifybench.verifiers.latency`): cutting and judging timed per case, the
 batched model call shared out by the pairs each case brought.
