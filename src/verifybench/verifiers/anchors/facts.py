@@ -390,12 +390,17 @@ class Findings:
     derived: list[str] = field(default_factory=list)
 
 
+@lru_cache(maxsize=1024)
+def _sentences(text: str, language: str) -> tuple:
+    from verifybench.verifiers.anchors.text import sentences
+
+    return tuple(sentences(text, language))
+
+
 def arithmetic_context(response: str, start: int, end: int, language: str = "en") -> str:
     """The part of the answer a claim at response[start:end] may compute from: its sentence and the one
     before (an answer states its operands next to its result: "$15 each, so three would be $45")."""
-    from verifybench.verifiers.anchors.text import sentences
-
-    sents = sentences(response, language)
+    sents = _sentences(response, language)
     at = [i for i, s in enumerate(sents) if s.start < end and s.end > start]
     if not at:
         return response[start:end]
@@ -405,9 +410,7 @@ def arithmetic_context(response: str, start: int, end: int, language: str = "en"
 
 def user_statements(question: str) -> str:
     """The sentences of a question that state something (not asking): "I bought it 3 weeks ago."."""
-    from verifybench.verifiers.anchors.text import sentences
-
-    return " ".join(s.text for s in sentences(question) if not s.text.rstrip().endswith("?"))
+    return " ".join(s.text for s in _sentences(question, "en") if not s.text.rstrip().endswith("?"))
 
 
 def fact_findings(claim: str, sources_text: str, language: str = "en", entities: tuple[tuple[str, str], ...] = (),
