@@ -414,7 +414,7 @@ def user_statements(question: str) -> str:
 
 
 def fact_findings(claim: str, sources_text: str, language: str = "en", entities: tuple[tuple[str, str], ...] = (),
-                  question: str = "", response: str = "") -> Findings:
+                  question: str = "", response: str = "", names: bool = True) -> Findings:
     """What in the claim the sources (and the question) do not back: numbers, dates, times, durations and
     named entities; and which of its numbers and dates the answer derived from stated ones.
 
@@ -427,6 +427,7 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
             supports what the answer repeats of it.
         response: the part of the answer the claim's arithmetic may start from (`arithmetic_context`),
             and where a duration said another way may be backed ("300 seconds (5 minutes)").
+        names: check named entities (people, organisations, places...) too; dates are checked either way.
     """
     out = Findings()
     stated = f"{sources_text}\n{question}" if question else sources_text
@@ -483,7 +484,7 @@ def fact_findings(claim: str, sources_text: str, language: str = "en", entities:
             # ("35 days" is a duration spaCy tags as a date: the duration check's)
             if text.lower() not in stated.lower() and d not in _source_dates(stated):
                 out.problems.append(f"date {text!r} is not in the sources")
-        elif label in ENTITY_LABELS:
+        elif label in ENTITY_LABELS and names:
             name = _norm_entity(text)
             if not name or name in lowered or name.upper() in ZONE_AND_CURRENCY_CODES:
                 continue

@@ -23,7 +23,7 @@ in the verdict as units with status "skipped: ..." and no score, and conversatio
 stripped from the units that are scored ("Hi Sam, refunds take 5 days" is scored as "refunds take 5
 days").
 With `fact_checks` (on by default; summac, English) each unit first goes through anchors' fact checks
-(numbers, dates, times, durations, identifiers, names, arithmetic on stated numbers, value binding): a
+(numbers, dates, times, durations, identifiers, arithmetic on stated numbers, value binding; not names): a
 unit failing k of them scores `anchors.verifier.claim_score(p, k)`, above every passing unit, and the
 case score is the highest unit score, a ranking rather than a probability (issue 46).
 Otherwise case score = 1 - support: a probability that the response is hallucinated. Each unit of the verdict
@@ -129,7 +129,7 @@ class NLIOptions(BaseModel):
                                  "as '30 minutes', '18:00 CET' as '6:00 pm CET'); a quantity no source states "
                                  "stays as written; the unit's scored_text shows what the model read")
     fact_checks: bool = Field(True, description="(summac, English) check each unit's numbers, dates, times, "
-                              "durations, identifiers and names against the sources (and the question) as anchors "
+                              "durations and identifiers against the sources (and the question) as anchors "
                               "does, arithmetic on stated numbers allowed, and each value against the term the "
                               "sources say it of; a unit failing a check scores above every passing one "
                               "(anchors' graded score, with p(entailed) for the cosine): the score then ranks, "
@@ -382,8 +382,11 @@ class NLIVerifier(Verifier):
                 joined = "\n".join(sources)
                 p.checks = []
                 for x, text, doc in zip(p.pieces, units, unit_docs):
+                    # Names are left to the model: spaCy's names on long news documents flagged faithful
+                    # summaries (HaluEval summarization 0.580 -> 0.446 with them, 0.572 without).
                     found = fact_findings(text, joined, "en", tuple((e.text, e.label_) for e in doc.ents),
-                                          p.case.question or "", arithmetic_context(p.case.response, x.start, x.end))
+                                          p.case.question or "", arithmetic_context(p.case.response, x.start, x.end),
+                                          names=False)
                     if not found.problems:
                         found.problems += unbound(text, sources)
                     p.checks.append(found)
