@@ -179,7 +179,8 @@ def test_times_of_day_and_zones_are_checked_like_dates():
 
 def test_graded_score_stays_in_range_and_orders_failed_checks():
     assert claim_score(-0.2, 0) == 0.5 and claim_score(1.3, 0) == 0.0  # cosine clipped: never above 1
-    assert 0.5 <= claim_score(0.9, 1) < claim_score(0.3, 1) < claim_score(0.3, 2) <= 1.0
+    # Among failed claims, more failed checks first, then the closer match to the evidence (issue 46).
+    assert 0.5 <= claim_score(0.3, 1) < claim_score(0.9, 1) < claim_score(0.3, 2) <= 1.0
     assert claim_score(0.0, 0) <= claim_score(0.99, 1)  # a failed check outranks any passing claim
     assert claim_score(0.0, 5) <= 1.0
 

@@ -136,7 +136,9 @@ def test_each_aggregation_mode_combines_the_raw_pair_probabilities(nli_model):
     rng = random.Random(0)
     response = f"{doc[0].text} {doc[7].swapped(rng, 9)}"
     c = case(response, source)
-    base = {"model": nli_model, "cache_dir": None, "window_sentences": 3, "window_overlap": 1, "max_length": 96}
+    # The raw aggregation: anchors' fact checks in front (on by default) would rank the swapped fact's unit.
+    base = {"model": nli_model, "cache_dir": None, "window_sentences": 3, "window_overlap": 1, "max_length": 96,
+            "fact_checks": False}
     got = {agg: build("nli", **base, **extra).verify([c])[0] for agg, extra in (
         ("min", {}), ("mean", {"claim_reduce": "mean"}), ("minicheck", {"aggregate": "minicheck"}),
         ("pair", {"aggregate": "pair"}))}
@@ -515,3 +517,25 @@ def test_source_wording_scores_each_unit_in_the_sources_words_and_keeps_the_resp
     assert all("scored_text" not in u.detail for u in off.units)
     assert [u.text for u in on.units] == [u.text for u in off.units]
     assert second.score == pytest.approx(off.units[1].score)
+
+
+def test_fact_checks_in_front_rank_a_changed_amount_and_an_invented_option_above_faithful_answers(nli_model):
+    """`fact_checks` (on by default, issue 46): a unit whose amount, identifier or value no source states
+    scores above every unit that passes, whatever the model's p(entailed); arithmetic on stated numbers
+    passes and the evidence shows the operation; off, the score is 1 - p(entailed) as before."""
+    src = ("Domestic wires cost $25, or $15 when sent in the app. Pass `priority` to `client.send` for faster "
+           "delivery.")
+    cases = [case("App wires are $15 each, so three would be $45.", src, "derived"),
+             case("App wires are $15 each, so three would be $40.", src, "wrong sum"),
+             case("Pass `urgent=True` to `client.send` to skip the queue.", src, "invented option"),
+             case("Domestic wires cost $25.", src, "faithful")]
+    cases[0].question = cases[1].question = "How much would 3 wires cost from the app?"
+    on = {v.case_id: v for v in build("nli", model=nli_model, cache_dir=None).verify(cases)}
+    off = {v.case_id: v for v in build("nli", model=nli_model, cache_dir=None, fact_checks=False).verify(cases)}
+    assert not build("nli", model=nli_model, cache_dir=None).probabilistic  # a ranking now, not a probability
+    assert on["derived"].units[0].detail["flags"] == [] and "[derived: 15 x 3 = 45]" in on["derived"].units[0].evidence
+    assert on["wrong sum"].units[0].detail["flags"] == ["number 40 is not in the sources"]
+    assert on["invented option"].units[0].detail["flags"] == ["identifier 'urgent' is not in the sources"]
+    for bad in ("wrong sum", "invented option"):
+        assert on[bad].score >= 0.5 > on["faithful"].score and on[bad].score > on["derived"].score
+    assert all(v.score == pytest.approx(1 - v.units[0].detail["p_entail"]) for v in off.values())

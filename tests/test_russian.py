@@ -193,3 +193,16 @@ def test_nli_refuses_russian_with_its_english_model():
     v = build("nli", cache_dir=None)
     [out] = v.verify([case("Доступ к API в тариф «Команда» входит.")])
     assert out.score is None and "Russian (ru)" in out.error and "consistency-minilm" in out.error
+
+
+def test_arithmetic_on_stated_figures_and_the_customers_facts_are_supported():
+    """Issue 46 in Russian: 3 x 550 ₽ is supported and shown; a wrong product and a figure nobody
+    states are not; the customer's own figure backs what the answer repeats of it."""
+    src = ["Пакет «Поездка» стоит 550 ₽ в сутки."]
+    right = "Три дня обойдутся в 1 650 ₽: по 550 ₽ в сутки."
+    found = ru.fact_findings(right, src, "Сколько стоят три дня?", right)
+    assert found.problems == [] and found.derived == ["550 x 3 = 1,650"]
+    wrong = "Три дня обойдутся в 1 600 ₽: по 550 ₽ в сутки."
+    assert ru.fact_mismatches(wrong, src, "Сколько стоят три дня?", wrong) == ["number 1600 is not in the sources"]
+    told = "Раз вы уже потратили 2 000 ₽, пакет «Поездка» стоит 550 ₽ в сутки."
+    assert ru.fact_mismatches(told, src) and ru.fact_mismatches(told, src, "Я уже потратил 2 000 ₽.", told) == []

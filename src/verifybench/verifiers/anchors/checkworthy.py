@@ -72,6 +72,34 @@ _SPEAKERS = frozenset({"i", "we"})
 PARSER_MAX_WORDS = 12
 
 
+# A unit that says what the assistant's material does not hold ("I don't have information about metal
+# cards", "The docs don't say which version that was") states nothing about the world a source could back
+# or contradict; what such an answer adds after it ("... but the fee is $5") is a unit of its own.
+_NEG = r"(?:do\s*n[o'’]?t|does\s*n[o'’]?t|can\s*n?[o'’]?t|cannot|am\s+not\s+able\s+to|[’']m\s+not\s+able\s+to|am\s+unable\s+to)"
+_ABSTENTION = re.compile(
+    r"^(?:but\s+|however,?\s+|unfortunately,?\s+)?(?:"
+    r"(?:i|we)\s+" + _NEG + r"\s+(?:have|see|find|confirm|know|tell|say)\b"
+    r"|(?:the|our|my|these|this)\s+(?:docs|documents?|documentation|information|materials?|sources?|pages?|"
+    r"help\s+(?:center|pages?|articles?)|policy\s+wording|faq)(?:\s+(?:here|i\s+have|available(?:\s+to\s+me)?))?\s+"
+    + _NEG + r"\s+(?:say|mention|cover|list|specify|state|include|describe|address|show)\b"
+    r"|there\s+(?:is|'s|’s)\s+no(?:thing)?\s+(?:information|mention|details?)\b"
+    r"|(?:that|this|it)\s+(?:is\s*n[o'’]?t|is\s+not)\s+(?:covered|mentioned|listed|specified|stated)\s+in\s+"
+    r"(?:the|my|our)\s+(?:docs|documents?|documentation|information|materials?|sources?)\b)", re.I)
+
+
+# The same in Russian ("у меня нет информации об этом", "в документах об этом не сказано").
+_ABSTENTION_RU = re.compile(
+    r"^\W*(?:(?:к\s+сожалению|увы),?\s+)?(?:"
+    r"у\s+(?:меня|нас)\s+нет\s+(?:информации|данных|сведений)"
+    r"|(?:я\s+)?не\s+(?:могу|нахожу|вижу)\s+(?:подтвердить|сказать|найти|ответить|информации|данных|сведений)"
+    r"|(?:в|во)\s+(?:моих|наших|имеющихся|этих|доступных)?\s*(?:материалах|документах|данных|источниках|справке|"
+    r"статьях|правилах)\s+(?:(?:этого|об\s+этом|такой\s+информации|ничего)\s+)?(?:нет|не\s+(?:сказано|указано|"
+    r"говорится|упоминается|описано))"
+    r"|(?:об\s+этом|этого)\s+(?:в\s+\w+\s+)?(?:нет|не\s+(?:сказано|указано|говорится))"
+    r"|(?:информации|данных|сведений)\s+(?:об\s+этом|на\s+этот\s+счёт|на\s+этот\s+счет)\s+(?:у\s+меня\s+)?нет)",
+    re.I)
+
+
 @dataclass(frozen=True)
 class Worthiness:
     """One unit sorted: `reason` is None for a check-worthy unit (its checkable text begins `offset`
@@ -102,6 +130,8 @@ def strip_conversational(text: str) -> tuple[list[str], int]:
 def _rule_reason(text: str) -> Worthiness:
     reasons, pos = strip_conversational(text)
     rest = text[pos:].strip()
+    if _ABSTENTION.match(rest):
+        return Worthiness("says the sources do not answer")
     if not _HAS_WORD.search(rest):
         return Worthiness(reasons[0] if reasons else "no words")
     if reasons and reasons[-1] == "greeting" and _ONLY_NAME.match(rest):
@@ -134,6 +164,9 @@ def _parser_reason(span) -> str | None:
 def assess(texts: list[str], language: str = "en", docs: list | None = None) -> list[Worthiness]:
     """Each unit sorted (see the module docstring). `docs`, when given, are the units already parsed by
     spaCy (spans or docs, one per text); otherwise the short units the rules leave are parsed here."""
+    if language == "ru":
+        return [Worthiness("says the sources do not answer") if _ABSTENTION_RU.search(t) else Worthiness(None)
+                for t in texts]
     if language != "en":
         return [Worthiness(None) for _ in texts]
     out = [_rule_reason(t) for t in texts]

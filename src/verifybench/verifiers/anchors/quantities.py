@@ -44,7 +44,8 @@ def expand_contractions(text: str) -> str:
 # "by 5 pm", "not only ... but" adds.
 _NEGATION_IDIOMS = re.compile(
     r"\b(?:at\s+)?no\s+(?:extra\s+|additional\s+)?(?:cost|charge|fee)s?\b|\bno\s+(?:later|earlier|more|less)\s+than\b|"
-    r"\bnot\s+only\b|\bno\s+(?:problem|worries|matter)\b|\bnothing\s+but\b|\bnone\s+other\s+than\b",
+    r"\bnot\s+only\b|\bno\s+(?:problem|worries|matter)\b|\bnothing\s+but\b|\bnone\s+other\s+than\b|"
+    r"\b(?:shall|will|does|do|must|may|can|to)\s+not\s+exceed\b|\bnot\s+(?:more|later|earlier)\s+than\b",
     re.I)
 
 
@@ -131,7 +132,8 @@ def times_of_day(text: str) -> tuple[TimeOfDay, ...]:
 
 # -- durations --------------------------------------------------------------------------------------------
 
-UNITS = {"second": 1, "sec": 1, "minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400,
+UNITS = {"millisecond": 0.001, "ms": 0.001, "second": 1, "sec": 1, "s": 1,
+         "minute": 60, "min": 60, "hour": 3600, "hr": 3600, "day": 86400,
          "week": 7 * 86400, "fortnight": 14 * 86400, "month": 30 * 86400, "year": 365 * 86400}
 NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
@@ -184,12 +186,13 @@ def _value(raw: str) -> float | None:
 
 
 @lru_cache(maxsize=4096)
-def durations(text: str) -> tuple[Duration, ...]:
-    """Every exact duration in `text` (see the module docstring for what is left out)."""
+def durations(text: str, keep_ages: bool = False) -> tuple[Duration, ...]:
+    """Every exact duration in `text` (see the module docstring for what is left out); with `keep_ages`,
+    ages too ("more than 5 minutes old" states a length a claim may repeat as "5 minutes")."""
     out = []
     for m in _DURATION.finditer(text):
         n = m.group("n").lower()
-        if m.group("age") or n in _VAGUE:
+        if (m.group("age") and not keep_ages) or n in _VAGUE:
             continue
         if n in ("a", "an") and m.group("n0") is None:
             before, after = text[:m.start()], text[m.end():]
@@ -200,10 +203,13 @@ def durations(text: str) -> tuple[Duration, ...]:
             continue
         if re.search(r"and\s+a\s+half", m.group(), re.I):
             v += 0.5
-        unit = UNITS[m.group("unit").lower()]
+        name = m.group("unit").lower()
+        unit = UNITS[name]
         values = {v * unit}
         if m.group("n0") is not None and (v0 := _value(m.group("n0"))) is not None:
             values.add(v0 * unit)
+        if name == "year":  # a year is also twelve months ("two years" = "24 months")
+            values |= {x / unit * 12 * UNITS["month"] for x in values}
         out.append(Duration(m.group().strip(), frozenset(values), m.group("biz") is not None
                             and not m.group("biz").lower().startswith("calendar"), m.start(), m.end()))
     return tuple(out)
@@ -230,24 +236,50 @@ def mask(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 @lru_cache(maxsize=4096)
-def plain_number_text(text: str) -> str:
-    """`text` with its times of day, durations and non-quantity number words blanked: what is left is
-    checked for bare numbers."""
-    spans = [(t.start, t.end) for t in times_of_day(text)] + [(d.start, d.end) for d in durations(text)]
+def plain_number_text(text: str, keep_durations: bool = False) -> str:
+    """`text` with its times of day, durations (unless `keep_durations`) and non-quantity number words
+    blanked: what is left is checked for bare numbers."""
+    spans = [(t.start, t.end) for t in times_of_day(text)]
+    if not keep_durations:
+        spans += [(d.start, d.end) for d in durations(text)]
     spans += [(m.start(), m.end()) for m in _NOT_QUANTITIES.finditer(text)]
     spans += [(m.start(), m.end()) for m in _ARTICLE.finditer(text)]
     return mask(text, spans) if spans else text
 
 
-def quantity_mismatches(claim: str, sources_text: str) -> list[str]:
-    """The claim's times of day and durations that no source states."""
+_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+|\n+")
+
+
+def _unit_beside_number(d: Duration, sources_text: str) -> bool:
+    """The sources state the duration's number in a sentence that names its unit elsewhere ("`timeout`
+    is in seconds (default 30)" backs "30 seconds"); a number inside a duration of its own ("3 to 5
+    business days") is that duration's, not this one's."""
+    from verifybench.verifiers.anchors.facts import numbers
+
+    for sentence in _SENTENCE_END.split(sources_text):
+        found = numbers(plain_number_text(sentence))
+        if not found:
+            continue
+        names = {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", sentence)}
+        for unit, length in UNITS.items():
+            if unit in names and any(round(sec / length, 6) in found for sec in d.seconds):
+                return True
+    return False
+
+
+def quantity_mismatches(claim: str, sources_text: str, response: str = "") -> list[str]:
+    """The claim's times of day and durations that no source states. A duration is also backed by a
+    source number whose sentence names the unit, and by the same length said another way in the answer
+    when that one is backed ("300 seconds (5 minutes)")."""
     problems = []
     src_times = times_of_day(sources_text)
     for t in times_of_day(claim):
         if not any(t.matches(s) for s in src_times):
             problems.append(f"time {t.text!r} is not in the sources")
-    src_durations = durations(sources_text)
+    src_durations = durations(sources_text, keep_ages=True)
+    backed = [x for x in durations(response) if any(x.matches(s) for s in src_durations)] if response else []
     for d in durations(claim):
-        if not any(d.matches(s) for s in src_durations):
+        if not any(d.matches(s) for s in src_durations) and not any(d.matches(b) for b in backed) \
+                and not _unit_beside_number(d, sources_text):
             problems.append(f"duration {d.text!r} is not in the sources")
     return problems

@@ -25,8 +25,11 @@ import importlib.util
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from functools import lru_cache
 
+from verifybench.verifiers.anchors.derived import Quantity, date_derivation, derivation, quantities
+from verifybench.verifiers.anchors.facts import Findings
 from verifybench.verifiers.anchors.text import AtomicClaim, Sentence
 
 # -- models (lazy) -----------------------------------------------------------------------------------
@@ -704,22 +707,89 @@ def _together(claim: Facts, window: Facts, window_text: str) -> bool:
             and all(all(_word_matches(w, window.words, lem) for w in name) for name in claim.names))
 
 
-def fact_mismatches(claim: str, sources: list[str]) -> list[str]:
-    """What in a Russian claim the sources do not back: numbers, amounts, dates, times, durations,
-    weekdays and names; and, for a claim whose facts are each in the sources, whether some passage of
+def _merged(a: Facts, b: Facts) -> Facts:
+    return Facts(a.numbers | b.numbers, a.amounts | b.amounts, a.dates | b.dates, a.months | b.months,
+                 a.times | b.times, a.durations | b.durations, a.weekdays | b.weekdays, a.names + b.names,
+                 a.words + b.words)
+
+
+def _operands(*texts: str) -> list[Quantity]:
+    """The numbers `texts` state, with their kinds (`derived.kind_at`): what arithmetic may start from."""
+    out: list[Quantity] = []
+    for text in texts:
+        if text:
+            masked = _mask(text)
+            out += quantities(masked, [(n.start, n.end, round(n.value, 6)) for n in _numbers(masked, [])])
+    return out
+
+
+def _day_lengths(facts: Facts) -> list[int]:
+    per_unit = {"день": 1, "сутки": 1, "неделя": 7, "календарный день": 1}
+    return sorted({int(v * per_unit[u]) for v, u in facts.durations if u in per_unit and v == int(v)})
+
+
+def _derive(cf: Facts, claim: str, stated: Facts, pool: list[Quantity], days: list[int]) -> tuple[Facts, list[str]]:
+    """The claim's facts less the numbers and dates one operation on stated ones gives, and how."""
+    derived: list[str] = []
+    masked = _mask(claim)
+    spans = {round(n.value, 6): (n.start, n.end) for n in _numbers(masked, [])}
+    for n in sorted(cf.numbers - stated.numbers):
+        where = spans.get(n)
+        kind = quantities(masked, [(*where, n)])[0].kind if where else "bare"
+        how = derivation(n, kind, pool)
+        if how is not None:
+            derived.append(how)
+            cf.numbers.discard(n)
+            cf.amounts = {a for a in cf.amounts if a[0] != n}
+    for d, mo in sorted(cf.dates - stated.dates):
+        try:
+            target = date(2025, mo, d)
+            known = [date(2025, m, x) for x, m in stated.dates]
+        except ValueError:
+            continue
+        how = date_derivation(target, known, [float(k) for k in days], [])
+        if how is not None:
+            derived.append(how)
+            cf.dates.discard((d, mo))
+            cf.numbers.discard(float(d))
+            if not any(m == mo for _, m in cf.dates):
+                cf.months.discard(mo)
+    return cf, derived
+
+
+def fact_findings(claim: str, sources: list[str], question: str = "", response: str = "") -> Findings:
+    """What in a Russian claim the sources (and the question) do not back: numbers, amounts, dates, times,
+    durations, weekdays and names, less the numbers and dates the answer derives from stated ones
+    (`derived`); and, for a claim whose facts from the sources are each there, whether some passage of
     two consecutive sentences states them together (a plan's price given to another plan is not)."""
+    out = Findings()
     cf = extract(claim)
     if not cf.count():
-        return []
+        return out
     joined = "\n".join(sources)
-    problems = _missing(cf, extract(joined), joined)
-    if problems or cf.count() < 2:
-        return problems
+    src = extract(joined)
+    asked = extract(question) if question else Facts()
+    stated = _merged(src, asked)
+    cf, out.derived = _derive(cf, claim, stated, _operands(response or claim, question),
+                              _day_lengths(_merged(stated, extract(response or claim))))
+    out.problems = _missing(cf, stated, f"{joined}\n{question}")
+    # What the user said is checked against the question; the passage check is for the sources' facts.
+    cf.numbers -= asked.numbers - src.numbers
+    cf.amounts -= asked.amounts - src.amounts
+    cf.dates -= asked.dates - src.dates
+    if out.problems or cf.count() < 2:
+        return out
     for text in sources:
         for window in windows(text):
             if _together(cf, extract(window), window):
-                return []
-    return ["its facts are not stated together in any passage of the sources"]
+                return out
+    out.problems = ["its facts are not stated together in any passage of the sources"]
+    return out
+
+
+def fact_mismatches(claim: str, sources: list[str], question: str = "", response: str = "") -> list[str]:
+    """The problems of `fact_findings`."""
+    return fact_findings(claim, sources, question, response).problems
 
 
 # -- negation ------------------------------------------------------------------------------------------

@@ -7,17 +7,21 @@
 5. Logic filter (`logic`): a claim whose negation disagrees with the clause it matched (the clause of
    its three best chunks sharing most words with it) is flagged, and so is a denial whose nearest chunk
    negates nothing (`facts.polarity_mismatch`).
-6. Fact checks (`facts`): numbers, dates, amounts and named entities of a claim must appear in the
-   sources, normalised; a mismatch flags the claim. For English, a role, plan or tier put where the
-   matched evidence names another one the sources also use is flagged as swapped (`roles`).
+6. Fact checks (`facts`): numbers, dates, amounts, identifiers and named entities of a claim must appear
+   in the sources (or the question's statements), normalised, or follow from one operation on numbers
+   the answer and the question state (`derived`); a mismatch flags the claim. For English, a role, plan
+   or tier put where the matched evidence names another one the sources also use is flagged as swapped
+   (`roles`), a value the sources say of another term than the claim's is flagged (`binding`), and so is
+   "and" where the sources say "or" between two conditions.
 Before 3, a check-worthiness step (`checkworthy`, on by default; `anchors.checkworthy`) sets aside the
 units that state nothing a source could back (greetings, thanks, offers of help, "let me check", a
 question back to the customer) and strips such openers from the claims it keeps; skipped units stay in
 the verdict with status "skipped: ..." and no score.
 A claim's score is graded and lies in [0, 1]: 0.5 x (1 - cosine) when every check passes (so [0, 0.5]),
-and 1 - 0.5 x cosine x 0.5^(failed checks - 1) when a logic or fact check fails (so [0.5, 1]: a failed
-check always outranks a passing claim, and among failed ones a weaker cosine and more failed checks rank
-higher); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
+and 1 - 0.5^failed checks x (1 - cosine / 2) when a logic or fact check fails (so [0.5, 1]: a failed
+check always outranks a passing claim, more failed checks rank higher, and among claims failing as many
+a closer match ranks higher: a claim that restates its evidence and differs in the checked item is the
+surer error); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
 likely hallucinated. `support_threshold` only labels claims as supported or not in the verdict's
 details; the threshold that decides a case is the metrics layer's. Each verdict's latency is its own
 (`verifybench.verifiers.latency`): its own stages timed alone, the batched parse and embedding calls
@@ -36,8 +40,10 @@ from verifybench.cases import Case, Unit, Verdict
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
+from verifybench.verifiers.anchors.binding import unbound
 from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
+from verifybench.verifiers.anchors.facts import arithmetic_context
 from verifybench.verifiers.anchors.roles import role_swaps, word_stems
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
@@ -76,12 +82,14 @@ class AnchorsOptions(BaseModel):
 
 
 def claim_score(cosine: float, failed_checks: int) -> float:
-    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes, [0.5, 1]
-    when `failed_checks` logic or fact checks fail; weaker cosine support scores higher in both."""
+    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes (weaker
+    cosine support scores higher), [0.5, 1] when `failed_checks` logic or fact checks fail (more failed
+    checks score higher; among as many, the closer match to the evidence: the check failed on a claim
+    that restates that evidence)."""
     c = min(1.0, max(0.0, cosine))
     if failed_checks <= 0:
         return 0.5 * (1.0 - c)
-    return 1.0 - 0.5 * c * 0.5 ** (failed_checks - 1)
+    return 1.0 - 0.5 ** failed_checks * (1.0 - c / 2)
 
 
 @lru_cache(maxsize=8192)
@@ -266,16 +274,29 @@ class AnchorsVerifier(Verifier):
             if o.logic and (russian.polarity_mismatch(claim.text, top) if lang == "ru"
                             else factcheck.polarity_mismatch(claim.text, top, lang)):
                 flags.append("negation differs from the matched evidence")
+            derived: list[str] = []
             if o.facts and lang == "ru":
-                flags += russian.fact_mismatches(claim.text, [s.text for s in case.sources])
+                found = russian.fact_findings(claim.text, [s.text for s in case.sources], case.question or "",
+                                              arithmetic_context(case.response, claim.start, claim.end, lang))
+                flags += found.problems
+                derived = found.derived
             elif o.facts:
-                flags += factcheck.fact_mismatches(claim.text, sources_text, lang, claim.entities)
+                found = factcheck.fact_findings(claim.text, sources_text, lang, claim.entities,
+                                                case.question or "",
+                                                arithmetic_context(case.response, claim.start, claim.end, lang))
+                flags += found.problems
+                derived = found.derived
                 flags += self._swaps(claim.text, top, source_words)
+                if not found.problems:
+                    flags += unbound(claim.text, [s.text for s in case.sources])
             status = "; ".join(flags) if flags else ("supported" if cosine >= o.support_threshold else "weak support")
+            detail = {"cosine": cosine, "source_id": chunk.source_id, "flags": flags, "embedded_text": claim.text}
+            evidence = chunk.text
+            if derived:  # arithmetic on stated numbers: the evidence shows the operation
+                detail["derived"] = derived
+                evidence = f"{chunk.text} [derived: {'; '.join(derived)}]"
             units.append(Unit(text=case.response[claim.start:claim.end], score=claim_score(cosine, len(flags)),
-                              status=status, evidence=chunk.text, start=claim.start, end=claim.end,
-                              detail={"cosine": cosine, "source_id": chunk.source_id, "flags": flags,
-                                      "embedded_text": claim.text}))
+                              status=status, evidence=evidence, start=claim.start, end=claim.end, detail=detail))
         score = max(u.score for u in units if u.score is not None)
         units = sorted([*units, *skipped], key=lambda u: (u.start or 0))
         return Verdict(case_id=case.id, verifier=self.id, score=score, units=units,
