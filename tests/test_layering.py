@@ -16,10 +16,10 @@ LAYERS: list[set[str]] = [
     # the core types and errors
     {"cases", "errors"},
     # leaf helpers any layer may use (text: offsets of quotes and spans in a response; tables: cases and
-    # verdicts as columns; safeio: files written by rename, safe names, disk-full messages; phases: a
-    # progress line for a long phase; identity: the cases' content hash; fieldpath: how a field is named;
-    # envvars: `${VAR}` in options, read where used and kept as written everywhere else)
-    {"text", "tables", "safeio", "phases", "identity", "fieldpath", "envvars"},
+    # verdicts as columns; _util: the small ones, one area: safeio, files written by rename, safe names,
+    # disk-full messages; phases, a progress line for a long phase; identity, the cases' content hash;
+    # fieldpath, how a field is named; envvars, `${VAR}` in options, read where used and kept as written)
+    {"text", "tables", "_util"},
     # the files verifybench writes and reads back: one typed, versioned model per format (docs/formats.md)
     {"formats"},
     # the four independent parts: what reads cases, what scores them, where results live, what measures
@@ -126,6 +126,12 @@ def test_every_module_has_a_place_in_the_layers():
     areas = {_area(_module_name(p)) for p in (SRC / "verifybench").rglob("*.py")}
     unplaced = sorted(a for a in areas if _layer_of(a) is None and a not in CLIENTS)
     assert not unplaced, f"put these in LAYERS (or CLIENTS) of tests/test_layering.py: {unplaced}"
+
+
+def test_at_most_ten_modules_at_the_top_of_the_package():
+    """A new small helper goes in a package (the leaf ones in _util/), not flat beside api and cli."""
+    top = sorted(p.stem for p in (SRC / "verifybench").glob("*.py"))
+    assert len(top) <= 10, f"{len(top)} modules at the top of verifybench, at most 10: {top}"
 
 
 def test_the_stated_invariants_hold(graph):

@@ -351,8 +351,8 @@ def test_the_content_hash_is_the_same_however_it_is_held(monkeypatch):
     import hashlib
     import random
 
+    from verifybench._util.identity import ContentHash, case_digest
     from verifybench.cases import Case
-    from verifybench.identity import ContentHash, case_digest
 
     ids = ["a10", "a9", "Z", "z", "é", "e\u0301", "😀", "\uffff", "中", "a", "a", "", "id with space"]
     cases = [Case(id=i, dataset="d", response=f"answer {n}", sources=[{"id": "s", "text": f"source {n}"}], label=n % 2 == 0)

@@ -668,7 +668,7 @@ class _Terminal:
 def test_a_long_phase_says_so_on_a_terminal_only():
     import time
 
-    from verifybench.phases import phase
+    from verifybench._util.phases import phase
 
     out = _Terminal(True)
     with phase("computing metrics", out, after_s=0.05):

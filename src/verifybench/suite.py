@@ -18,7 +18,7 @@ verifiers:
 `${NAME}` is replaced from the environment; `${VERIFYBENCH_DATA}` falls back to `--data-dir`, then to a
 `shared/datasets` folder found beside the suite's repository. A variable must be set when the suite is
 read; a verifier's options keep `${NAME}` and read it when the verifier is built, so its config and config
-hash hold the name, never the value (`verifybench.envvars`). Relative paths are relative to the suite
+hash hold the name, never the value (`verifybench._util.envvars`). Relative paths are relative to the suite
 file's folder, and so are other dataset and verifier options written as "./x" or "../x".
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from verifybench.envvars import DATA_ENV, VAR
-from verifybench.envvars import as_written as _as_written
+from verifybench._util.envvars import DATA_ENV, VAR
+from verifybench._util.envvars import as_written as _as_written
 from verifybench.errors import SuiteError
 from verifybench.loaders import PATH_OPTIONS, DatasetSpec, validate_dataset
 
@@ -191,7 +191,7 @@ def as_written(value: Any, written: Any) -> Any:
     """`value` (an option as the run uses it) with every string that came from an environment variable
     put back as it was written (`${PASSWORD}`), and every URL's password replaced by ***: what may be
     stored in a manifest, a report or a tracker."""
-    from verifybench.safeio import redact_url_credentials
+    from verifybench._util.safeio import redact_url_credentials
 
     return redact_url_credentials(_as_written(value, written))
 
@@ -199,7 +199,7 @@ def as_written(value: Any, written: Any) -> Any:
 def _register_read(dataset: Any, where: str) -> None:
     """Register the values the dataset's options (`kept`: `${VAR}` as written) read from the environment
     for scrubbing, as a verifier does with its own."""
-    from verifybench.envvars import expand
+    from verifybench._util.envvars import expand
     from verifybench.verifiers.llm.scrub import register_secret
 
     for value in expand(dataset, f"{where}: dataset")[1].values():

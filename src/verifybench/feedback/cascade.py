@@ -465,8 +465,8 @@ def write_guard(run_dir: str | Path, result: dict[str, Any], out: str | Path, na
     """Write the chosen combination as a guard file at `out`, and beside it the policy it reads
     (`<out>.policy.yaml`: the run's thresholds at the cascade's target), so that `verifybench serve out`
     applies what was measured. What it was chosen on is written as the file's leading comment."""
+    from verifybench._util.safeio import write_bytes_atomic
     from verifybench.evaluation.reading import thresholds
-    from verifybench.safeio import write_bytes_atomic
 
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

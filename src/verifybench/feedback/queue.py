@@ -38,6 +38,7 @@ from typing import Any, TypedDict
 import numpy as np
 import yaml
 
+from verifybench._util.safeio import replace_atomically, temp_path
 from verifybench.errors import DataError, Location, RecordError, VerifybenchError
 from verifybench.feedback.window import Window, open_source
 from verifybench.loaders.fields import FieldSpec, MissingLabel
@@ -52,7 +53,6 @@ from verifybench.loaders.labelqueue import (
     record_path,
     write_record,
 )
-from verifybench.safeio import replace_atomically, temp_path
 
 STRATEGIES = ("uncertain", "stratified", "disagree")
 REVIEW_FIELDS = ["label", "reviewer", "reviewed_at", "review_note"]

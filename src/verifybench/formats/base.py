@@ -218,7 +218,7 @@ class Stored(BaseModel):
 
     def write(self, path: str | Path) -> Path:
         """Write atomically (a reader sees the old file or the new one, whole) as JSON or YAML by suffix."""
-        from verifybench.safeio import write_bytes_atomic
+        from verifybench._util.safeio import write_bytes_atomic
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

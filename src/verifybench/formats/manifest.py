@@ -44,7 +44,7 @@ class DatasetRecord(_Part):
     by_split: dict[str, int] = omitted(default_factory=dict, description="split -> cases")
     skipped_records: int | None = omitted(description="bad input records skipped (on_error: skip)")
     content_hash: str | None = omitted(description="over the cases after field mapping: two runs over the "
-                                       "same cases compare, whatever file they came from (identity.py)")
+                                       "same cases compare, whatever file they came from (_util/identity.py)")
 
 
 class VerifierRecord(_Part):

@@ -18,9 +18,9 @@ from typing import Any, TypedDict, cast
 import numpy as np
 import pandas as pd
 
+from verifybench._util.identity import same_cases
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.run_dir import RunDir
-from verifybench.identity import same_cases
 from verifybench.metrics import compute_metrics
 from verifybench.metrics.bootstrap import errors_as_wrong, mcnemar, paired_bootstrap
 from verifybench.metrics.summary import jsonable
@@ -168,7 +168,7 @@ def compare(run_a: str | Path, run_b: str | Path | None = None, verifiers: list[
     rb = RunDir.open(run_b)
     metrics_b = rb.metrics()
     ma, mb = ra.doc, rb.doc
-    same = same_cases(ma["dataset"], mb["dataset"])  # the cases' content (verifybench.identity), else the files
+    same = same_cases(ma["dataset"], mb["dataset"])  # the cases' content (verifybench._util.identity), else the files
     if same is False or (same is None and ma["dataset"]["hash"] != mb["dataset"]["hash"]):
         key = "content_hash" if same is not None else "hash"
         raise VerifybenchError(

@@ -43,13 +43,15 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pandas as pd
 
+from verifybench._util.identity import same_content
+from verifybench._util.phases import phase
+from verifybench._util.safeio import safe_name, write_text_atomic
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation.policy import load_policy, null_reasons
 from verifybench.evaluation.run_dir import RunDir
 from verifybench.formats import Baseline, FormatError
 from verifybench.formats.base import StaleFormat
 from verifybench.formats.baseline import BaselineSlice
-from verifybench.identity import same_content
 from verifybench.metrics import compute_metrics, evaluate
 from verifybench.metrics.bootstrap import (
     ALPHA,
@@ -63,9 +65,7 @@ from verifybench.metrics.repeats import flicker, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, Settings
 from verifybench.metrics.summary import fitted_thresholds
 from verifybench.metrics.thresholds import per_value
-from verifybench.phases import phase
 from verifybench.rundir.requirements import require_complete
-from verifybench.safeio import safe_name, write_text_atomic
 
 QUALITY = ("f1", "precision", "recall", "balanced_accuracy", "auroc", "auprc")
 LATENCY = ("p50_ms", "p95_ms", "p99_ms")
@@ -193,7 +193,7 @@ def build_baseline(manifest: dict, metrics: dict, frame: pd.DataFrame, cases: li
         suite_hash=manifest["suite"]["hash"],
         suite_scope_hash=suite_scope_hash(manifest["suite"]["raw"]),
         dataset_hash=manifest["dataset"]["hash"],
-        content_hash=manifest["dataset"].get("content_hash"),  # what makes runs comparable (identity.py)
+        content_hash=manifest["dataset"].get("content_hash"),  # what makes runs comparable (_util/identity.py)
         cases_hash=cases_hash(cases),
         by=metrics["by"],
         target=metrics["target"],
@@ -316,7 +316,7 @@ def parse_limits(items: list[str] | None, defaults: dict[str, float] | None, kno
 
 
 def _check_comparable(baseline: Baseline, current: Baseline) -> None:
-    """Refuse a comparison over other cases or another test split (see `verifybench.identity`). The suite's
+    """Refuse a comparison over other cases or another test split (see `verifybench._util.identity`). The suite's
     name, file and dataset block are not compared: the cases' content after field mapping is what
     matters, so a run from Python and a suite file's run over the same rows compare, and so do the runs
     of a renamed suite."""

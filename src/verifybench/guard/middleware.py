@@ -45,7 +45,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifybench.fieldpath import parse_path
+from verifybench._util.fieldpath import parse_path
 from verifybench.guard.core import Decision, Guard
 from verifybench.guard.log import LogError
 from verifybench.guard.spec import GuardError

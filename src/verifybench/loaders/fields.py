@@ -24,11 +24,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from verifybench._util.fieldpath import parse_path
+from verifybench._util.safeio import lone_surrogate, surrogate_message
 from verifybench.cases import Case, Source, Span
 from verifybench.errors import RecordError
-from verifybench.fieldpath import parse_path
 from verifybench.loaders.readers import Record
-from verifybench.safeio import lone_surrogate, surrogate_message
 from verifybench.text.locate import SpanError, gold_spans
 
 # What a true/1/yes value means depends on `positive`; the words mean the same either way.

@@ -31,13 +31,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from verifybench._util.safeio import replace_atomically, temp_path
 from verifybench.errors import DataError, RecordError
 from verifybench.formats.base import FormatError
 from verifybench.formats.labelqueue import QUEUE_COLUMN, QueueRecord, csv_format
 from verifybench.loaders.fields import FieldSpec, record_to_case
 from verifybench.loaders.generic import field_spec
 from verifybench.loaders.readers import RecordStream, read_csv
-from verifybench.safeio import replace_atomically, temp_path
 
 KIND = QueueRecord.KIND
 RECORD_SUFFIX = ".queue.jsonl"

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifybench._util.safeio import lone_surrogate, surrogate_message
 from verifybench.errors import DataError, Location, RecordError
-from verifybench.safeio import lone_surrogate, surrogate_message
 
 # A JSON escape of a UTF-16 surrogate: only a line holding one can decode to a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

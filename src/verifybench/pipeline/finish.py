@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from verifybench import reporting
+from verifybench._util.phases import phase
 from verifybench.errors import VerifybenchError
 from verifybench.evaluation import spans_pairs
 from verifybench.evaluation.run_dir import RunDir, require_run_dir
@@ -18,7 +19,6 @@ from verifybench.formats import Manifest
 from verifybench.formats.metrics import Metrics
 from verifybench.metrics import compute_metrics
 from verifybench.metrics.summary import shortcuts
-from verifybench.phases import phase
 from verifybench.pipeline.runner import resume_suite, scan_dataset
 from verifybench.rundir import (
     COMPLETE,
@@ -47,7 +47,7 @@ def report(run_dir: str | Path, data_dir: str | Path | None = None) -> Path:
         try:
             path = _finish(run_dir, data_dir)
         except OSError as e:
-            from verifybench.safeio import disk_error, disk_message
+            from verifybench._util.safeio import disk_error, disk_message
 
             if not disk_error(e):
                 raise

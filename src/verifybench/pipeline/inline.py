@@ -26,10 +26,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from verifybench._util.safeio import replace_atomically, temp_path, write_text_atomic
 from verifybench.cases import Case
 from verifybench.errors import SuiteError, VerifybenchError
 from verifybench.rundir import RESULTS
-from verifybench.safeio import replace_atomically, temp_path, write_text_atomic
 from verifybench.suite import Suite, _relative_paths, load_suite, parse_suite
 from verifybench.verifiers import Verifier, build, get_verifier_class
 

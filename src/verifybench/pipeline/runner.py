@@ -35,12 +35,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from verifybench._util.identity import ContentHash
+from verifybench._util.safeio import (
+    LinkRefused,
+    disk_error,
+    disk_message,
+    links_in,
+    replace_atomically,
+    safe_name,
+    temp_path,
+)
 from verifybench.cases import Case, label_name
 from verifybench.errors import DataError, RecordError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.formats import Manifest
-from verifybench.identity import ContentHash
 from verifybench.loaders import BadRecords, dataset_files, dataset_hash, iter_cases
 from verifybench.metrics.shortcuts import CUES as CUE_NAMES
 from verifybench.metrics.shortcuts import surface_cues
@@ -69,15 +78,6 @@ from verifybench.rundir import (
     write_jsonl,
 )
 from verifybench.rundir.provenance import git_state
-from verifybench.safeio import (
-    LinkRefused,
-    disk_error,
-    disk_message,
-    links_in,
-    replace_atomically,
-    safe_name,
-    temp_path,
-)
 from verifybench.suite import Suite, as_written, parse_suite
 from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
@@ -299,7 +299,7 @@ class Runner:
         if self.resume:
             self._reset_input_errors()
         counter = _CaseCounter()
-        content = ContentHash()  # the cases' identity for gate and compare (verifybench.identity)
+        content = ContentHash()  # the cases' identity for gate and compare (verifybench._util.identity)
         skipped = 0
         # On resume the case index is appended to, never rewritten: the cases it holds are the first ones
         # the (unchanged) data gives again, so a resume killed at any moment leaves an index that still

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 
+from verifybench._util.safeio import write_text_atomic
 from verifybench.metrics.summary import OVERALL
 from verifybench.reporting.plots import curves_svg, operating_svg, reliability_svg
 from verifybench.rundir import REPORT
-from verifybench.safeio import write_text_atomic
 
 EXAMPLES = 8
 

@@ -33,11 +33,11 @@ import pandas as pd
 from pydantic import ValidationError
 from pydantic_core import to_json
 
+from verifybench._util.safeio import open_no_follow, replace_atomically, temp_path
 from verifybench.cases import Case, Verdict
 from verifybench.errors import VerifybenchError
 from verifybench.formats.base import StaleFormat
 from verifybench.formats.metrics import Metrics
-from verifybench.safeio import open_no_follow, replace_atomically, temp_path
 from verifybench.tables import LATENCY_KINDS, CaseColumns, VerdictColumns, release_memory
 
 MANIFEST = "manifest.json"

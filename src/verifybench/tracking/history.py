@@ -19,10 +19,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from verifybench._util.safeio import replace_atomically, temp_path
 from verifybench.errors import VerifybenchError
 from verifybench.metrics.summary import OVERALL
 from verifybench.rundir import MANIFEST
-from verifybench.safeio import replace_atomically, temp_path
 from verifybench.tracking.drift_record import PREFIX, records_in
 from verifybench.tracking.mlflow_store import load_run_files, run_values
 

@@ -9,7 +9,7 @@ The protocol, enforced here once for every verifier:
   values.
 - An option may read an environment variable (`base_url: "http://user:${PASSWORD}@host/v1"`): it is
   read here, when the verifier is built, the value registered for scrubbing; `config` and the config
-  hash hold the option as written (`${PASSWORD}`, never the value; see `verifybench.envvars`).
+  hash hold the option as written (`${PASSWORD}`, never the value; see `verifybench._util.envvars`).
 - Verifiers are plain picklable objects: heavy parts (models, API clients, knowledge graphs) are built
   on first use with `_build_once`, never in `__init__`, and the attributes named in `lazy` are left out
   when the object is pickled, so it can be shipped to another process or a cluster worker and give
@@ -30,8 +30,8 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from verifybench._util.envvars import as_written, expand, names_back
 from verifybench.cases import Case, Verdict
-from verifybench.envvars import as_written, expand, names_back
 from verifybench.errors import SuiteError
 
 T = TypeVar("T")

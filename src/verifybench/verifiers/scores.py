@@ -30,9 +30,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from verifybench._util.fieldpath import parse_path, show_path
 from verifybench.cases import Case, Verdict
 from verifybench.errors import SuiteError
-from verifybench.fieldpath import parse_path, show_path
 from verifybench.verifiers.base import Verifier
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verifybench.safeio import write_text_atomic
+from verifybench._util.safeio import write_text_atomic
 from verifybench.verifiers.llm.providers import Completion
 
 
