@@ -21,9 +21,10 @@ A claim's score is graded and lies in [0, 1]: 0.5 x (1 - cosine) when every chec
 and 1 - 0.5^failed checks x (1 - cosine / 2) when a logic or fact check fails (so [0.5, 1]: a failed
 check always outranks a passing claim, more failed checks rank higher, and among claims failing as many
 a closer match ranks higher: a claim that restates its evidence and differs in the checked item is the
-surer error); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
-likely hallucinated. `support_threshold` only labels claims as supported or not in the verdict's
-details; the threshold that decides a case is the metrics layer's. Each verdict's latency is its own
+surer error); the cosine is clipped to [0, 1] (`scale`, which also inverts it for a threshold). Case
+score = its highest claim score: higher means more likely hallucinated. `support_threshold` only labels
+claims as supported or not in the verdict's details; the threshold that decides a case is the metrics
+layer's (`min_cosine` states one as a cosine). Each verdict's latency is its own
 (`verifybench.verifiers.latency`): its own stages timed alone, the batched parse and embedding calls
 shared out by the texts it brought.
 """
@@ -45,6 +46,7 @@ from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.facts import arithmetic_context
 from verifybench.verifiers.anchors.roles import role_swaps, word_stems
+from verifybench.verifiers.anchors.scale import claim_score
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
     Chunk,
@@ -79,17 +81,6 @@ class AnchorsOptions(BaseModel):
                                 "such as 'Delhi' carry no subject of their own)")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     batch_size: int = operational(64, ge=1)
-
-
-def claim_score(cosine: float, failed_checks: int) -> float:
-    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes (weaker
-    cosine support scores higher), [0.5, 1] when `failed_checks` logic or fact checks fail (more failed
-    checks score higher; among as many, the closer match to the evidence: the check failed on a claim
-    that restates that evidence)."""
-    c = min(1.0, max(0.0, cosine))
-    if failed_checks <= 0:
-        return 0.5 * (1.0 - c)
-    return 1.0 - 0.5 ** failed_checks * (1.0 - c / 2)
 
 
 @lru_cache(maxsize=8192)
