@@ -95,3 +95,75 @@ def test_a_stated_cosine_flags_the_cases_with_a_claim_at_or_below_it(verdicts):
             assert (v.score >= t) == weak
     with pytest.raises(ValueError, match="in \\[0, 1\\], got 1.2"):
         threshold_for_cosine(1.2)
+
+
+def _rows():
+    """Legal and technical answers over the pricing text, each slice with faithful and invented ones."""
+    rows = []
+    for i, r in enumerate(RESPONSES * 2):
+        rows.append({"id": f"c{i}", "response": r, "sources": [PLAN], "label": i % len(RESPONSES) in (2, 3, 4, 6),
+                     "doc_type": "legal" if i < len(RESPONSES) else "technical"})
+    return rows
+
+
+def test_a_cosine_stated_per_doc_type_reaches_the_policy_and_the_guard(tmp_path, verdicts):
+    import verifybench
+    from verifybench.guard import Guard
+
+    # stricter for legal texts (the paraphrase at cosine 0.845 is flagged there only); the guard needs `all`
+    stated = {"all": 0.8, "legal": 0.86, "technical": 0.78}
+    run = verifybench.run(cases=_rows(), fields={"doc_type": "doc_type"}, out=tmp_path / "run", progress=False,
+                          metrics={"bootstrap": 20},
+                          verifiers=[{"anchors": {"min_cosine": stated, "cache_dir": str(tmp_path / "cache")}}])
+    metrics = run.metrics_json["verifiers"]["anchors"]
+    policy = verifybench.thresholds(run.run_dir, out=tmp_path / "policy.yaml")
+    rows = policy.thresholds["anchors"]
+    v = run.verdicts.query("verifier == 'anchors'").set_index("case_id")
+    for doc_type, cosine in stated.items():
+        t = (metrics["overall"] if doc_type == "all" else metrics["slices"][doc_type])["threshold"]
+        assert t["value"] == pytest.approx(0.5 * (1 - cosine)) and t["kind"] == "given"
+        assert t["source"] == "stated in the options of 'anchors' (anchors)"
+        assert rows[doc_type].threshold == pytest.approx(0.5 * (1 - cosine)) and rows[doc_type].source == "given"
+        assert rows[doc_type].native.startswith(f"a claim passing every check has best cosine <= {cosine:.4g},")
+    with Guard(tmp_path / "policy.yaml", log_dir=False) as g:
+        decisions = g.check_many([{"response": c["response"], "sources": c["sources"], "doc_type": c["doc_type"]}
+                                  for c in _rows()])
+    flagged = []
+    for i, (d, c) in enumerate(zip(decisions, _rows())):
+        [r] = d.checks
+        assert r.threshold_source == "fixed" and r.threshold == pytest.approx(0.5 * (1 - stated[c["doc_type"]]))
+        # the claims' cosines and flags, from the verdicts of the same answers over the same source
+        weak = any(u.detail["flags"] or u.detail["cosine"] <= stated[c["doc_type"]]
+                   for u in verdicts[i % len(RESPONSES)].units if u.score is not None)
+        assert r.flagged == weak == bool(v.loc[c["id"], "slice_flagged"]), c["id"]
+        flagged.append(r.flagged)
+    assert 0 < sum(flagged) < len(flagged)
+    # the same answers under two stated cosines: the stricter legal one flags what technical does, and more
+    legal, technical = flagged[:len(RESPONSES)], flagged[len(RESPONSES):]
+    assert all(a >= b for a, b in zip(legal, technical)) and sum(legal) > sum(technical)
+
+
+@pytest.mark.parametrize("stated,message", [
+    (1.2, r"option 'min_cosine': Value error, a cosine lies in \[0, 1\], got 1.2"),
+    ({"legal": -0.1}, r"option 'min_cosine': Value error, 'legal': a cosine lies in \[0, 1\], got -0.1"),
+])
+def test_a_bad_stated_cosine_is_refused_naming_the_option(tmp_path, stated, message):
+    import verifybench
+    from verifybench.errors import SuiteError
+
+    with pytest.raises(SuiteError, match=message):
+        verifybench.run(cases=_rows(), out=tmp_path / "run", progress=False,
+                        verifiers=[{"anchors": {"min_cosine": stated}}])
+
+
+def test_a_stated_cosine_and_a_fixed_threshold_for_one_verifier_are_refused():
+    from verifybench.errors import SuiteError
+    from verifybench.evaluation.run_dir import stated_thresholds
+    from verifybench.metrics import Settings
+
+    stated = stated_thresholds([{"anchors": {"min_cosine": 0.8}}], "s.yaml")
+    assert stated == {"anchors": ({"all": pytest.approx(0.1)}, "stated in the options of 'anchors' (anchors)")}
+    with pytest.raises(SuiteError, match=r"s.yaml: metrics.fixed.anchors: 'anchors' also states its thresholds"):
+        Settings.from_suite({"fixed": {"anchors": 0.3}}, "s.yaml", stated=stated)
+    with pytest.raises(SuiteError, match=r"s.yaml: verifiers\[1\] \(a2\): option 'min_cosine': .*got 2"):
+        stated_thresholds(["rouge", {"anchors": {"id": "a2", "min_cosine": 2}}], "s.yaml")

@@ -35,9 +35,10 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifybench.cases import Case, Unit, Verdict
+from verifybench.errors import SuiteError
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
@@ -46,7 +47,7 @@ from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.facts import arithmetic_context
 from verifybench.verifiers.anchors.roles import role_swaps, word_stems
-from verifybench.verifiers.anchors.scale import claim_score
+from verifybench.verifiers.anchors.scale import claim_score, threshold_for_cosine
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
     Chunk,
@@ -81,6 +82,19 @@ class AnchorsOptions(BaseModel):
                                 "such as 'Delhi' carry no subject of their own)")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     batch_size: int = operational(64, ge=1)
+    # Decides cases, never changes a score: operational (the config hash and cached verdicts stay).
+    min_cosine: float | dict[str, float] | None = operational(
+        None, description="a stated threshold instead of a fitted one, as a cosine: a case is flagged when a "
+        "claim passing every check has best cosine at or below it (or a claim fails a check); one number, or "
+        "slice (doc type) -> cosine, `all` for the whole set and any slice not named")
+
+    @field_validator("min_cosine")
+    @classmethod
+    def _cosines(cls, v: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        for key, c in (v.items() if isinstance(v, dict) else [(None, v)] if v is not None else []):
+            if not 0.0 <= c <= 1.0:
+                raise ValueError(f"{'' if key is None else f'{key!r}: '}a cosine lies in [0, 1], got {c}")
+        return v
 
 
 @lru_cache(maxsize=8192)
@@ -98,6 +112,18 @@ class AnchorsVerifier(Verifier):
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
         self._cached_share = 0.0
+
+    @classmethod
+    def stated_thresholds(cls, options: dict) -> dict[str, float]:
+        """`min_cosine` as score thresholds by slice (`scale.threshold_for_cosine`)."""
+        if options.get("min_cosine") is None:
+            return {}
+        try:
+            stated = AnchorsOptions.model_validate({"min_cosine": options["min_cosine"]}).min_cosine
+        except ValidationError as e:
+            raise SuiteError(f"option 'min_cosine': {e.errors()[0]['msg']}") from None
+        rows: dict[str, float] = stated if isinstance(stated, dict) else {"all": float(options["min_cosine"])}
+        return {str(k): threshold_for_cosine(c) for k, c in rows.items()}  # "all": the metrics' whole set
 
     @property
     def encoder(self) -> CachedEncoder:
