@@ -124,8 +124,9 @@ def native_threshold(config: dict[str, Any], threshold: float) -> str:
     if name == "bleu":
         return f"BLEU (0-1, order {config.get('order', 4)}, no brevity penalty) <= {_num(1.0 - t)}"
     if name == "anchors":
-        return (f"weakest claim's support (best cosine; 0 for a claim failing a negation or fact check) "
-                f"<= {_num(1.0 - t)}")
+        from verifybench.verifiers.anchors.scale import native_rule
+
+        return native_rule(t)
     if name == "nli":
         how = "mean" if config.get("aggregate") == "summac" and config.get("claim_reduce") == "mean" else "weakest"
         return f"{how} unit's entailment probability <= {_num(1.0 - t)}"

@@ -86,13 +86,16 @@ class RunDir:
         (unless `policy` is among the overrides, None included: then none), then `overrides`. A new
         object each call: callers adjust theirs."""
         suite = self.manifest.suite
-        s = Settings.from_suite(suite.raw.get("metrics"), where=suite.path or "<suite>", **overrides)
+        where = suite.path or "<suite>"
+        s = Settings.from_suite(suite.raw.get("metrics"), where=where,
+                                stated=stated_thresholds(suite.raw.get("verifiers"), where), **overrides)
         s.probabilistic = {v.id for v in self.manifest.verifiers if v.probabilistic}
         s.binary = {v.id for v in self.manifest.verifiers if v.binary}
         policy = self.path / POLICY
         if "policy" not in overrides and policy.exists():
             p = Policy.read(policy)
             s.by, s.policy, s.policy_reasons = p.by, p.mapping(), p.null_reasons()
+            s.policy_source, s.policy_sources = "policy", {}
         return s
 
     # --- tables ------------------------------------------------------------------------------------------
@@ -186,3 +189,28 @@ class RunDir:
     def verdict_rows(self) -> list:
         """Every verdict as a `Verdict` (for a small run; a large one reads the verdict table)."""
         return read_verdicts(self.path)
+
+
+def stated_thresholds(raw: Any, where: str = "<suite>") -> dict[str, tuple[dict[str, float], str]]:
+    """verifier id -> (slice -> threshold, where it came from) for the suite entries (`verifiers:` as
+    written) whose options state thresholds on the verifier's own scale (anchors' `min_cosine`). Only
+    registered verifiers are asked: a class named by import path is not imported to read a run."""
+    from verifybench.errors import SuiteError
+    from verifybench.verifiers import available, get_verifier_class
+
+    out: dict[str, tuple[dict[str, float], str]] = {}
+    known = available()
+    for i, item in enumerate(raw if isinstance(raw, list) else []):
+        if not (isinstance(item, dict) and len(item) == 1):
+            continue
+        name, options = next(iter(item.items()))
+        if str(name) not in known or not isinstance(options, dict):
+            continue
+        vid = str(options.get("id", name))
+        try:
+            rows = get_verifier_class(str(name)).stated_thresholds(options)
+        except SuiteError as e:
+            raise SuiteError(f"{where}: verifiers[{i}] ({vid}): {e}") from None
+        if rows:
+            out[vid] = (rows, f"stated in the options of {vid!r} ({name})")
+    return out

@@ -88,7 +88,8 @@ class RunTable:
         given = (s.policy or {}).get(vid, {})
         if OVERALL in given:  # a null entry: no threshold, none refitted (the metrics layer's rule)
             value = given[OVERALL]
-            return {"value": None if value is None else float(value), "kind": "given", "source": s.policy_source}
+            return {"value": None if value is None else float(value), "kind": "given",
+                    "source": s.policy_sources.get(vid, s.policy_source)}
         if vid in s.binary:
             return {"value": 1.0, "kind": "given", "source": "the verifier's own 0/1 decision (binary)"}
         sel = self.cal & c.ok

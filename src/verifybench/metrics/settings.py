@@ -108,12 +108,16 @@ class Settings:
     policy: dict[str, dict[str, float | None]] | None = None  # verifier -> slice -> threshold (None: not gated)
     policy_reasons: dict[str, dict[str, str]] = field(default_factory=dict)  # why a policy entry is null
     policy_source: str = "policy"  # what the report says a given threshold came from
+    policy_sources: dict[str, str] = field(default_factory=dict)  # per verifier, where it differs (stated)
     probabilistic: set[str] = field(default_factory=set)  # verifiers whose score is a probability
     binary: set[str] = field(default_factory=set)  # verifiers whose score is a 0/1 decision
     breakdown: list[str] = field(default_factory=list)  # fields (e.g. meta.error_type) to break recall down by
 
     @classmethod
-    def from_suite(cls, block: dict[str, Any] | None, where: str = "<suite>", **overrides: Any) -> Settings:
+    def from_suite(cls, block: dict[str, Any] | None, where: str = "<suite>",
+                   stated: dict[str, tuple[dict[str, float], str]] | None = None, **overrides: Any) -> Settings:
+        """`stated`: verifier -> (slice -> threshold, where it came from): thresholds a verifier's options
+        state on its own scale (`Verifier.stated_thresholds`), applied as `metrics.fixed` ones are."""
         b = validate_metrics_block(block, where)
         t = b.thresholds or ThresholdsBlock()
         s = cls(
@@ -130,8 +134,14 @@ class Settings:
         if b.fixed:
             s.policy = {str(v): (dict(t) if isinstance(t, dict) else {OVERALL: float(t)}) for v, t in b.fixed.items()}
             s.policy_source = "suite (metrics.fixed)"
+        for vid, (rows, source) in (stated or {}).items():
+            if vid in b.fixed:
+                raise SuiteError(f"{where}: metrics.fixed.{vid}: {vid!r} also states its thresholds ({source}); "
+                                 "keep one of the two")
+            s.policy = {**(s.policy or {}), vid: dict(rows)}
+            s.policy_sources[vid] = source
         if overrides.get("policy") is not None:
-            s.policy_source = "policy"
+            s.policy_source, s.policy_sources = "policy", {}
         for k, v in overrides.items():
             if v is not None:
                 setattr(s, k, v)

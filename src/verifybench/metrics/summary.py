@@ -359,7 +359,8 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
     if key in given or OVERALL in given:
         own = key in given
         value = given[key] if own else given[OVERALL]
-        t.update(kind="given", source=s.policy_source if own else f"{s.policy_source} (verifier-wide)")
+        source = s.policy_sources.get(verifier, s.policy_source)
+        t.update(kind="given", source=source if own else f"{source} (verifier-wide)")
         if value is None:
             # One rule for a null entry, of a slice or of the whole set: no threshold, none refitted.
             why = (s.policy_reasons.get(verifier) or {}).get(key if own else OVERALL) or "null"

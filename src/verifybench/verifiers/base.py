@@ -197,6 +197,14 @@ class Verifier(ABC):
             field = ".".join(str(p) for p in err["loc"])
             raise SuiteError(f"verifier {self.id!r} ({self.name}): option {field!r}: {err['msg']}") from None
 
+    @classmethod
+    def stated_thresholds(cls, options: dict[str, Any]) -> dict[str, float]:
+        """Score thresholds its options state on the verifier's own scale (anchors' `min_cosine`), by slice
+        ("all": the whole set and every slice not named), from the options as a suite writes them: the
+        metrics apply them as given thresholds instead of fitting. None by default; a bad value raises
+        `SuiteError` naming the option."""
+        return {}
+
     @property
     def config(self) -> dict:
         """The verifier's name and every option that can change a score (operational ones left out), an

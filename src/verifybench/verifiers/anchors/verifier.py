@@ -21,9 +21,10 @@ A claim's score is graded and lies in [0, 1]: 0.5 x (1 - cosine) when every chec
 and 1 - 0.5^failed checks x (1 - cosine / 2) when a logic or fact check fails (so [0.5, 1]: a failed
 check always outranks a passing claim, more failed checks rank higher, and among claims failing as many
 a closer match ranks higher: a claim that restates its evidence and differs in the checked item is the
-surer error); the cosine is clipped to [0, 1]. Case score = its highest claim score: higher means more
-likely hallucinated. `support_threshold` only labels claims as supported or not in the verdict's
-details; the threshold that decides a case is the metrics layer's. Each verdict's latency is its own
+surer error); the cosine is clipped to [0, 1] (`scale`, which also inverts it for a threshold). Case
+score = its highest claim score: higher means more likely hallucinated. `support_threshold` only labels
+claims as supported or not in the verdict's details; the threshold that decides a case is the metrics
+layer's (`min_cosine` states one as a cosine). Each verdict's latency is its own
 (`verifybench.verifiers.latency`): its own stages timed alone, the batched parse and embedding calls
 shared out by the texts it brought.
 """
@@ -34,9 +35,10 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifybench.cases import Case, Unit, Verdict
+from verifybench.errors import SuiteError
 from verifybench.verifiers.anchors import facts as factcheck
 from verifybench.verifiers.anchors import language as languages
 from verifybench.verifiers.anchors import russian
@@ -45,6 +47,7 @@ from verifybench.verifiers.anchors.checkworthy import assess, skipped_status
 from verifybench.verifiers.anchors.encoders import CachedEncoder, make_encoder
 from verifybench.verifiers.anchors.facts import arithmetic_context
 from verifybench.verifiers.anchors.roles import role_swaps, word_stems
+from verifybench.verifiers.anchors.scale import claim_score, threshold_for_cosine
 from verifybench.verifiers.anchors.text import (
     AtomicClaim,
     Chunk,
@@ -79,17 +82,19 @@ class AnchorsOptions(BaseModel):
                                 "such as 'Delhi' carry no subject of their own)")
     cache_dir: str | None = operational(default_factory=lambda: default_cache("embeddings"), description="null: no disk cache")
     batch_size: int = operational(64, ge=1)
+    # Decides cases, never changes a score: operational (the config hash and cached verdicts stay).
+    min_cosine: float | dict[str, float] | None = operational(
+        None, description="a stated threshold instead of a fitted one, as a cosine: a case is flagged when a "
+        "claim passing every check has best cosine at or below it (or a claim fails a check); one number, or "
+        "slice (doc type) -> cosine, `all` for the whole set and any slice not named")
 
-
-def claim_score(cosine: float, failed_checks: int) -> float:
-    """A claim's score in [0, 1] (see the module docstring): [0, 0.5] when every check passes (weaker
-    cosine support scores higher), [0.5, 1] when `failed_checks` logic or fact checks fail (more failed
-    checks score higher; among as many, the closer match to the evidence: the check failed on a claim
-    that restates that evidence)."""
-    c = min(1.0, max(0.0, cosine))
-    if failed_checks <= 0:
-        return 0.5 * (1.0 - c)
-    return 1.0 - 0.5 ** failed_checks * (1.0 - c / 2)
+    @field_validator("min_cosine")
+    @classmethod
+    def _cosines(cls, v: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        for key, c in (v.items() if isinstance(v, dict) else [(None, v)] if v is not None else []):
+            if not 0.0 <= c <= 1.0:
+                raise ValueError(f"{'' if key is None else f'{key!r}: '}a cosine lies in [0, 1], got {c}")
+        return v
 
 
 @lru_cache(maxsize=8192)
@@ -107,6 +112,18 @@ class AnchorsVerifier(Verifier):
     def __init__(self, id: str | None = None, **options):
         super().__init__(id, **options)
         self._cached_share = 0.0
+
+    @classmethod
+    def stated_thresholds(cls, options: dict) -> dict[str, float]:
+        """`min_cosine` as score thresholds by slice (`scale.threshold_for_cosine`)."""
+        if options.get("min_cosine") is None:
+            return {}
+        try:
+            stated = AnchorsOptions.model_validate({"min_cosine": options["min_cosine"]}).min_cosine
+        except ValidationError as e:
+            raise SuiteError(f"option 'min_cosine': {e.errors()[0]['msg']}") from None
+        rows: dict[str, float] = stated if isinstance(stated, dict) else {"all": float(options["min_cosine"])}
+        return {str(k): threshold_for_cosine(c) for k, c in rows.items()}  # "all": the metrics' whole set
 
     @property
     def encoder(self) -> CachedEncoder:
