@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 import verifybench as vb
 from helpers.loop_runs import make_qa_run, write_guard_log
 from verifybench.cli import app
+from verifybench.errors import VerifybenchError
 from verifybench.feedback.queue import label_estimate, label_merge, label_queue
 from verifybench.feedback.window import from_log, read_log
 from verifybench.rundir import read_case_index
@@ -152,3 +153,105 @@ def test_merge_keeps_one_row_per_id_and_reports_conflicts(qa_run, tmp_path):
     assert next(x for x in merged if x["id"] == rows[2]["id"])["label"] == "faithful"
     assert rows[0]["id"] in res.output
     assert label_merge([first], tmp_path / "one.csv")["conflicts"] == []
+
+
+# --- label rounds (issue 44) ---------------------------------------------------------------------------
+
+def _label_from(path: Path, truth: dict, keep=None) -> list[dict]:
+    """Fill the label column from the truth, as a reviewer would (only the ids in `keep` when given)."""
+    rows = _rows(path)
+    for x in rows:
+        if keep is None or x["id"] in keep:
+            x["label"] = "hallucinated" if truth[x["id"]] else "faithful"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def window44(qa_run, tmp_path_factory):
+    """Issue 44's setting: a 44-case window (a guard log) whose labels are known."""
+    log = write_guard_log(qa_run, tmp_path_factory.mktemp("log44"), rows=np.arange(44), torn=False)
+    truth = {c["id"]: bool(c["label"]) for c in read_case_index(qa_run)}
+    return log, truth
+
+
+def _two_rounds(window44, tmp_path, second: int) -> tuple[Path, list[dict], list[dict]]:
+    log, truth = window44
+    week1, week2 = tmp_path / "week1.csv", tmp_path / "week2.csv"
+    label_queue(log, 20, week1, seed=0)
+    r1 = _label_from(week1, truth)
+    label_queue(log, second, week2, seed=1, labeled=[week1])
+    r2 = _label_from(week2, truth)
+    assert label_merge([week2, week1], tmp_path / "all.csv")["conflicts"] == []
+    return tmp_path / "all.csv", r1, r2
+
+
+def test_two_rounds_on_one_window_are_counted_once_and_every_label_gives_the_truth(window44, tmp_path):
+    """The window labeled in full over two rounds (20 cases, then the other 24): each round's weights stand
+    for its own pool, 44 + 24 = 68 cases added up (issue 44); across rounds they stand for the 44, and the
+    estimates are the window's own figures, with intervals of width zero."""
+    merged, r1, r2 = _two_rounds(window44, tmp_path, 24)
+    log, truth = window44
+    assert sum(float(x["weight"]) for x in r1 + r2) == pytest.approx(68)  # the old sum of weights
+    e = label_estimate(merged)
+    assert e["window_cases_represented"] == pytest.approx(44) and e["labeled"] == 44
+    assert [x["labeled"] for x in e["rounds"].values()] == [24, 20]
+    rows = r1 + r2
+    y = np.array([truth[x["id"]] for x in rows])
+    assert e["hallucination_rate"]["weighted"] == pytest.approx(y.mean())
+    assert e["hallucination_rate"]["ci"] == pytest.approx([y.mean()] * 2)
+    f = np.array([x["flagged:rouge"] == "1" for x in rows])
+    assert e["checks"]["rouge"]["precision"]["weighted"] == pytest.approx((f & y).sum() / f.sum())
+    assert e["checks"]["rouge"]["recall"]["weighted"] == pytest.approx((f & y).sum() / y.sum())
+    res = CliRunner().invoke(app, ["label-estimate", str(merged)])
+    assert res.exit_code == 0 and "90% interval" in res.output and "44 window cases" in res.output, res.output
+
+
+def test_a_merged_estimate_is_rounds_estimate_on_the_same_rows(window44, tmp_path):
+    """Two rounds labeling part of the window (20, then 12 of the other 24): the estimate is
+    `rounds_estimate`'s over the rows, each round's design as `label-queue` wrote it, the first round's
+    rows standing for themselves (the second's window holds them); one round alone gives the figures
+    the old weighted sums gave."""
+    from verifybench.metrics.rounds import rounds_estimate
+
+    merged, r1, r2 = _two_rounds(window44, tmp_path, 12)
+    log, truth = window44
+    rows = r2 + r1  # the merge keeps the newest file's rows first
+    y = np.array([truth[x["id"]] for x in rows], float)
+    want = rounds_estimate(y, [float(x["weight"]) for x in rows], [1] * 12 + [0] * 20, [x["stratum"] for x in rows],
+                           [False] * 12 + [True] * 20, {"rouge": [float(x["flagged:rouge"]) for x in rows]},
+                           case_id=[x["id"] for x in rows])
+    e = label_estimate(merged)
+    assert e["window_cases_represented"] == pytest.approx(want["represented"]) == pytest.approx(44)
+    assert e["hallucination_rate"]["weighted"] == pytest.approx(want["hallucination_rate"]["estimate"])
+    assert e["hallucination_rate"]["ci"] == pytest.approx(want["hallucination_rate"]["ci"])
+    for k in ("flag_rate", "precision", "recall"):
+        assert e["checks"]["rouge"][k]["weighted"] == pytest.approx(want["checks"]["rouge"][k]["estimate"])
+        assert e["checks"]["rouge"][k]["ci"] == pytest.approx(want["checks"]["rouge"][k]["ci"])
+    one = label_estimate(tmp_path / "week1.csv")  # one round, every row labeled: the weighted sums as before
+    w1, y1 = np.array([float(x["weight"]) for x in r1]), np.array([truth[x["id"]] for x in r1], float)
+    assert one["hallucination_rate"]["weighted"] == pytest.approx((w1 * y1).sum() / w1.sum())
+    assert one["window_cases_represented"] == pytest.approx(w1.sum()) == pytest.approx(44)
+
+
+def test_rounds_that_cannot_be_combined_are_refused_with_the_reason(window44, tmp_path):
+    """A second round queued from the same window without --labeled picks cases the first labeled: the
+    merged estimate is refused, naming the case and both rounds (exit 2), never summed."""
+    log, truth = window44
+    week1, week2 = tmp_path / "week1.csv", tmp_path / "week2.csv"
+    label_queue(log, 20, week1, seed=0)
+    _label_from(week1, truth)
+    label_queue(log, 30, week2, seed=1)  # the first round's labels not left out of its pool
+    _label_from(week2, truth)
+    label_merge([week2, week1], tmp_path / "all.csv")
+    res = CliRunner().invoke(app, ["label-estimate", str(tmp_path / "all.csv")])
+    assert res.exit_code == 2, res.output
+    assert "was queued in round week2@" in res.output and "and again in round week1@" in res.output
+    # A round whose rows were picked but none labeled: nothing stands for its strata.
+    label_queue(log, 12, week2, seed=1, labeled=[week1])
+    label_merge([week2, week1], tmp_path / "all.csv")
+    with pytest.raises(VerifybenchError, match=r"round week2@.*stratum .*rows picked, none labeled"):
+        label_estimate(tmp_path / "all.csv")

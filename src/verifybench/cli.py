@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
@@ -722,9 +722,11 @@ def label_estimate(
     path: Annotated[Path, typer.Argument(help="a labeled queue CSV")],
     queue: Annotated[list[Path] | None, typer.Option("--queue", help=QUEUE_HELP)] = None,
 ) -> None:
-    """Hallucination rate and each check's flag rate, precision and recall from a labeled queue, weighted
-    by 1 / inclusion probability (the whole window) beside unweighted (the queue). Exit 1 when a row's id
-    is in no queue record (listed, and left out of every figure)."""
+    """Hallucination rate and each check's flag rate, precision and recall from a labeled queue, or queues
+    of several rounds merged (label-merge): weighted by design, each round a stratum of the union of their
+    windows, with a 90% interval (the window), beside unweighted (the labeled rows). Exit 2 when the rounds
+    cannot be combined (the reason said); exit 1 when a row's id is in no queue record (listed, and left out
+    of every figure)."""
     try:
         r = api.label_estimate(path, queues=queue)
     except VerifybenchError as e:
@@ -732,12 +734,22 @@ def label_estimate(
     for line in r["notes"]:
         _note(line)
     _not_queued(r["not_queued"])
-    table = Table("estimate", "weighted (window)", "unweighted (queue)",
-                  title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out)")
-    table.add_row("hallucination rate", _f(r["hallucination_rate"]["weighted"]), _f(r["hallucination_rate"]["unweighted"]))
+    level = f"{r['interval']:.0%} interval"
+    table = Table("estimate", "weighted (window)", level, "unweighted (labeled rows)",
+                  title=f"{r['labeled']} labeled rows ({r['unlabeled_left_out']} unlabeled left out) standing for "
+                        f"{r['window_cases_represented']:.0f} window cases, {len(r['rounds'])} round(s)")
+
+    def ci(d: Any) -> str:
+        return "" if d["ci"] is None else f"{_f(d['ci'][0])} - {_f(d['ci'][1])}"
+
+    table.add_row("hallucination rate", _f(r["hallucination_rate"]["weighted"]), ci(r["hallucination_rate"]),
+                  _f(r["hallucination_rate"]["unweighted"]))
     for v, m in r["checks"].items():
+        if "refused" in m:
+            table.add_row(Text(f"{v}"), Text(f"refused: {m['refused']}"), "", "")
+            continue
         for k, d in (("flag_rate", m["flag_rate"]), ("precision", m["precision"]), ("recall", m["recall"])):
-            table.add_row(Text(f"{v} {k}"), _f(d["weighted"]), _f(d["unweighted"]))
+            table.add_row(Text(f"{v} {k}"), _f(d["weighted"]), ci(d), _f(d["unweighted"]))
     console.print(table)
     if r["not_queued"]:
         raise typer.Exit(1)

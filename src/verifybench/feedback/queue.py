@@ -41,6 +41,7 @@ import yaml
 from verifybench._util.safeio import replace_atomically, temp_path
 from verifybench.errors import DataError, Location, RecordError, VerifybenchError
 from verifybench.feedback.window import Window, open_source
+from verifybench.formats.labelqueue import QueueRecord, Round
 from verifybench.loaders.fields import FieldSpec, MissingLabel
 from verifybench.loaders.labelqueue import (
     FORMULA_START,
@@ -48,6 +49,8 @@ from verifybench.loaders.labelqueue import (
     is_legacy,
     legacy_note,
     neutralise,
+    read_entries,
+    read_header,
     read_record,
     read_rows,
     record_path,
@@ -387,14 +390,16 @@ class MergeReport(TypedDict):
 
 
 class Both(TypedDict):
-    weighted: float | None  # by 1 / inclusion probability: an estimate for the whole window
-    unweighted: float | None  # over the queue itself
+    weighted: float | None  # by design: an estimate for the union of the rounds' windows
+    ci: list[float] | None  # its interval (`Estimates.interval`)
+    unweighted: float | None  # over the labeled rows themselves
 
 
-class CheckEstimate(TypedDict):
+class CheckEstimate(TypedDict, total=False):
     flag_rate: Both
     precision: Both
     recall: Both
+    refused: str  # why the check's figures cannot be pooled across rounds (then none of the above)
 
 
 class Estimates(TypedDict):
@@ -403,7 +408,9 @@ class Estimates(TypedDict):
     rows: int
     labeled: int
     unlabeled_left_out: int
-    window_cases_represented: float
+    window_cases_represented: float  # the cases of the rounds' windows the weights stand for
+    interval: float  # each `ci`'s level
+    rounds: dict[str, Any]  # per round: rows, labeled, weight
     hallucination_rate: Both
     checks: dict[str, CheckEstimate]
     not_queued: list[NotQueued]
@@ -461,8 +468,13 @@ def label_queue(source: str | Path, budget: int, out: str | Path, strategy: str 
 
     out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(out, header, lines())
-    record = write_record(record_path(out), (str(w.ids[r]) for r in rows.tolist()), csv=out.name, source=w.source,
-                          strategy=strategy, seed=seed, budget=budget, created=_now())
+    created = _now()
+    round_id = f"{out.stem}@{created}"
+    entries = ({"id": str(w.ids[r]), "round": round_id, "stratum": str(sel["stratum"][k]),
+                "inclusion_prob": float(sel["inclusion_prob"][k])} for k, r in enumerate(rows.tolist()))
+    holds = sorted(set(done) & set(w.ids.tolist()))  # earlier rounds' cases this window holds
+    record = write_record(record_path(out), entries, csv=out.name, source=w.source, strategy=strategy, seed=seed,
+                          budget=budget, created=created, round=round_id, window_holds=holds or None)
     suite_path = write_suite(out, _suite_verifiers(w, verifiers_from), min_per_class)
     needs = slice_needs(w, rows, done, min_per_class)
     parts = {p: int((sel["part"] == p).sum()) for p in dict.fromkeys(sel["part"].tolist())}
@@ -569,16 +581,14 @@ def label_merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[s
     with tempfile.TemporaryDirectory(prefix="verifybench-merge-") as tmp:
         db = sqlite3.connect(Path(tmp) / "index.db")
         db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;"
-                         "CREATE TABLE known(id TEXT PRIMARY KEY) WITHOUT ROWID;"
+                         "CREATE TABLE known(id TEXT PRIMARY KEY, round TEXT, stratum TEXT, prob REAL, again TEXT) WITHOUT ROWID;"
                          "CREATE TABLE row(pos INTEGER PRIMARY KEY, id TEXT, file INTEGER, line INTEGER, lab INTEGER,"
                          " raw TEXT);")
-        try:
-            for r in records:
-                db.executemany("INSERT OR IGNORE INTO known VALUES (?)", ((cid,) for cid in read_record(r)))
-        except DataError as e:
-            raise VerifybenchError(str(e)) from None
+        rounds = _index_records(db, records)
         for path in sorted(legacy):  # a queue from before records: every row of it was queued
-            db.executemany("INSERT OR IGNORE INTO known VALUES (?)", ((r["id"],) for _, r, _ in iter_labeled(path)))
+            rounds.setdefault(path.name, Round(round=path.name))
+            db.executemany("INSERT OR IGNORE INTO known VALUES (?, ?, NULL, NULL, NULL)",
+                           ((r["id"], path.name) for _, r, _ in iter_labeled(path)))
 
         def index() -> Iterator[tuple[Any, ...]]:
             for fi, path in enumerate(paths):
@@ -604,7 +614,7 @@ def label_merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[s
             said.setdefault(cid, []).append(f"{paths[fi].name}: {raw}")
         conflict = {cid: "; ".join(got) for cid, got in said.items()}
         conflicts = [Conflict(id=cid, labels=labels) for cid, labels in conflict.items()]
-        header.extend(k for k in (QUEUE_COLUMN, "conflict") if k not in header)
+        header.extend(k for k in (QUEUE_COLUMN, "round", "conflict") if k not in header)
         n = {"rows": 0, "labeled": 0}
 
         def kept() -> Iterator[dict[str, str]]:
@@ -616,7 +626,7 @@ def label_merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[s
                     if pos != nxt:
                         continue
                     nxt = next(wanted, None)
-                    r = {**r, QUEUE_COLUMN: record_path(out).name}  # the merged file's own record
+                    r = {**r, QUEUE_COLUMN: record_path(out).name, "round": _keep_design(db, r)}
                     if r["id"] in conflict:
                         r, lab = {**r, "label": "", "conflict": conflict[r["id"]]}, None
                     n["rows"] += 1
@@ -625,51 +635,154 @@ def label_merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[s
 
         out.parent.mkdir(parents=True, exist_ok=True)
         write_csv(out, header, kept())
-        ids = (cid for (cid,) in db.execute("SELECT r.id FROM kept k JOIN row r USING (pos) ORDER BY k.pos"))
-        record = write_record(record_path(out), ids, csv=out.name, merged_from=[p.name for p in paths],
-                              created=_now())
+        entries = ({k: v for k, v in zip(("id", "round", "stratum", "inclusion_prob", "again"), e) if v is not None}
+                   for e in db.execute("SELECT r.id, n.round, n.stratum, n.prob, n.again FROM kept k JOIN row r USING (pos)"
+                                       " JOIN known n ON n.id = r.id ORDER BY k.pos"))
+        record = write_record(record_path(out), entries, csv=out.name, merged_from=[p.name for p in paths],
+                              created=_now(), rounds=[x.model_dump() for x in rounds.values()])
         db.close()
     return MergeReport(csv=str(out), queue=str(record), rows=n["rows"], labeled=n["labeled"], conflicts=conflicts,
                        not_queued=not_queued, notes=[legacy_note(p) for p in sorted(legacy)])
 
 
-def label_estimate(path: str | Path, queues: Sequence[str | Path] | None = None) -> Estimates:
-    """From one labeled queue: the hallucination rate, and per check its flag rate, precision and recall
-    at the thresholds it was queued with, weighted by 1 / inclusion probability (estimates for the whole
-    window) and unweighted (the queue itself). Unlabeled rows are left out, and counted; rows whose id no
-    queue record names (the one beside the file, or `queues`) are left out, and listed in `not_queued`."""
+def _round_of(head: QueueRecord) -> Round:
+    return Round(round=head.round or head.csv, source=head.source, created=head.created,
+                 window_holds=head.window_holds or [])
+
+
+def _index_records(db: Any, records: list[Path]) -> dict[str, Round]:
+    """Every record's ids into `known` with their round and design (the first record naming an id keeps
+    it); returns the rounds the records hold (a merged record's own rounds)."""
+    rounds: dict[str, Round] = {}
+    try:
+        for r in records:
+            head = read_header(r)
+            for x in head.rounds or [_round_of(head)]:
+                rounds.setdefault(x.round, x)
+            own = head.round or head.csv
+            # a case queued in two rounds keeps the other round (`again`): an estimate refuses it
+            db.executemany("INSERT INTO known VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET again ="
+                           " COALESCE(again, excluded.again, excluded.round) WHERE round != excluded.round",
+                           ((e["id"], e.get("round") or own, e.get("stratum"), e.get("inclusion_prob"), e.get("again"))
+                            for e in read_entries(r)))
+    except DataError as e:
+        raise VerifybenchError(str(e)) from None
+    return rounds
+
+
+def _keep_design(db: Any, row: dict[str, str]) -> str:
+    """A kept row's round; its design taken from its own cells where its record (format 2) has none."""
+    got = db.execute("SELECT round, prob FROM known WHERE id = ?", (row["id"],)).fetchone()
+    if got[1] is None:
+        try:
+            prob: float | None = float(row.get("inclusion_prob") or "nan")
+        except ValueError:
+            prob = None
+        db.execute("UPDATE known SET stratum = COALESCE(stratum, ?), prob = ? WHERE id = ?",
+                   (row.get("stratum"), prob if prob == prob else None, row["id"]))
+    return str(got[0])
+
+
+def label_estimate(path: str | Path, queues: Sequence[str | Path] | None = None, seed: int = 0) -> Estimates:
+    """From a labeled queue, or queues of several rounds merged (`label-merge`): the hallucination rate,
+    and per check its flag rate, precision and recall at the thresholds it was queued with, weighted by
+    design (estimates for the union of the rounds' windows, each round a stratum of it:
+    `metrics.rounds.rounds_estimate`) with their 90% intervals, and unweighted (the labeled rows
+    themselves). An unlabeled row's weight goes to the labeled rows of its stratum. Rows whose id no
+    queue record names (the one beside the file, or `queues`) are left out, and listed in `not_queued`.
+    Rounds that cannot be combined raise `RoundsRefused` with the reason."""
+    from verifybench.metrics.rounds import ALPHA, rounds_estimate
+
     not_queued: list[NotQueued] = []
     records, legacy = records_for([path], queues)
-    rows = read_labeled(path, known_ids(records), not_queued, bool(legacy))
+    design, rounds = _designs(records)
+    rows = read_labeled(path, set(design), not_queued, bool(legacy))
     lab = [parse_label(r.get("label")) for r in rows]
     keep = [i for i, v in enumerate(lab) if v is not None]
     if not keep:
         raise VerifybenchError(f"{path}: no labeled row yet" + (f" ({len(not_queued)} rows in no queue left out)"
                                                                  if not_queued else ""))
-    y = np.array([lab[i] for i in keep], bool)
-    try:
-        wt = np.array([float(rows[i]["weight"]) for i in keep])
-    except (KeyError, ValueError):
-        raise VerifybenchError(f"{path}: no usable 'weight' column; estimates need a label-queue CSV") from None
-    wt = np.where(np.isnan(wt), 0.0, wt)
+    rnd, stratum, wt = _row_design(path, rows, design)
+    held = {cid: r.round for r in rounds.values() for cid in r.window_holds}
+    later = np.array([held.get(r["id"], rn) != rn for r, rn in zip(rows, rnd)])  # a later round's window holds it
+    y = np.array([np.nan if v is None else float(v) for v in lab])
     checks = [k.split(":", 1)[1] for k in rows[0] if k.startswith("flagged:")]
+    flagged: dict[str, Any] = {v: np.array([float(r[f"flagged:{v}"]) if r.get(f"flagged:{v}") else np.nan for r in rows])
+               for v in checks}
+    est = rounds_estimate(y, wt, rnd, stratum, later, flagged, {v: _thresholds(rows, v) for v in checks},
+                          [r.get("doc_type", "") for r in rows], [r["id"] for r in rows], seed=seed)
+    yk = y[keep] > 0.5
 
-    def both(mask_num: np.ndarray, mask_den: np.ndarray) -> Both:
-        def ratio(w: np.ndarray) -> float | None:
-            den = float((w * mask_den).sum())
-            return float((w * mask_num).sum()) / den if den > 0 else None
-        return Both(weighted=ratio(wt), unweighted=ratio(np.ones(len(wt))))
+    def both(got: dict[str, Any], num: np.ndarray, den: np.ndarray) -> Both:
+        n = float(den.sum())
+        return Both(weighted=got["estimate"], ci=got["ci"], unweighted=float((num & den).sum()) / n if n else None)
 
     out = Estimates(rows=len(rows), labeled=len(keep), unlabeled_left_out=len(rows) - len(keep),
-                    window_cases_represented=float(wt.sum()), hallucination_rate=both(y, np.ones(len(y), bool)),
+                    window_cases_represented=est["represented"], interval=1 - ALPHA, rounds=est["rounds"],
+                    hallucination_rate=both(est["hallucination_rate"], yk, np.ones(len(keep), bool)),
                     checks={}, not_queued=not_queued, notes=[legacy_note(p) for p in sorted(legacy)])
     for v in checks:
-        raw = [rows[i].get(f"flagged:{v}", "") for i in keep]
-        has = np.array([x != "" for x in raw])
-        f = np.array([x == "1" for x in raw])
-        out["checks"][v] = CheckEstimate(flag_rate=both(f & has, has), precision=both(f & y & has, f & has),
-                                         recall=both(f & y & has, y & has))
+        got = est["checks"][v]
+        if "refused" in got:
+            out["checks"][v] = CheckEstimate(refused=got["refused"])
+            continue
+        fl = flagged[v][keep]
+        has, f = ~np.isnan(fl), np.nan_to_num(fl) > 0.5
+        out["checks"][v] = CheckEstimate(flag_rate=both(got["flag_rate"], f, has),
+                                         precision=both(got["precision"], yk, f & has),
+                                         recall=both(got["recall"], f, yk & has))
     return out
+
+
+def _designs(records: list[Path]) -> tuple[dict[str, dict[str, Any]], dict[str, Round]]:
+    """Per queued id its record line (round, stratum, inclusion probability where the record has them),
+    and the rounds the records hold; a case queued in two rounds refused (`RoundsRefused`)."""
+    from verifybench.metrics.rounds import queued_twice
+
+    design: dict[str, dict[str, Any]] = {}
+    rounds: dict[str, Round] = {}
+    try:
+        for r in records:
+            head = read_header(r)
+            for x in head.rounds or [_round_of(head)]:
+                rounds.setdefault(x.round, x)
+            for e in read_entries(r):
+                d = design.setdefault(e["id"], {"round": head.round or head.csv, **e})
+                again = e.get("again") or e.get("round", d["round"])
+                if again != d["round"]:
+                    raise queued_twice(e["id"], d["round"], again)
+    except DataError as e:
+        raise VerifybenchError(str(e)) from None
+    return design, rounds
+
+
+def _row_design(path: str | Path, rows: list[dict[str, str]], design: dict[str, dict[str, Any]]
+                ) -> tuple[list[str], list[str], np.ndarray]:
+    """Each row's round, stratum and weight: its record's, else (a record of format 2, or a legacy CSV)
+    its own cells."""
+    rnd, stratum, wt = [], [], []
+    for r in rows:
+        d = design.get(r["id"], {})
+        rnd.append(str(d.get("round", Path(path).name)))
+        stratum.append(str(d.get("stratum", r.get("stratum", ""))))
+        try:
+            wt.append(1 / float(d["inclusion_prob"]) if "inclusion_prob" in d else float(r["weight"]))
+        except (KeyError, ValueError, ZeroDivisionError):
+            raise VerifybenchError(f"{path}: id {r['id']!r}: no usable weight (its record has no inclusion "
+                                   "probability and its row no 'weight' cell); estimates need a label-queue CSV") from None
+    return rnd, stratum, np.array(wt)
+
+
+def _thresholds(rows: list[dict[str, str]], check: str) -> np.ndarray:
+    """The threshold each row's flag was taken at (its `evidence` cell), NaN where not said."""
+    out = []
+    for r in rows:
+        try:
+            t = json.loads(r.get("evidence") or "{}").get(check, {}).get("threshold")
+        except (ValueError, AttributeError):
+            t = None
+        out.append(np.nan if t is None else float(t))
+    return np.array(out)
 
 
 def merge(files: Sequence[str | Path], out: str | Path, queues: Sequence[str | Path] | None = None) -> MergeReport:

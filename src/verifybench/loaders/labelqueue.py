@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,16 +67,17 @@ def record_path(csv_path: str | Path) -> Path:
     return p.with_name(p.stem + RECORD_SUFFIX)
 
 
-def write_record(path: Path, ids: Iterable[str], **about: Any) -> Path:
+def write_record(path: Path, entries: Iterable[str | dict[str, Any]], **about: Any) -> Path:
     """Write a queue record (by rename: a reader sees the whole record or none): its header
-    (`formats.labelqueue.QueueRecord`, from `about`), then one id a line; returns its path."""
+    (`formats.labelqueue.QueueRecord`, from `about`), then one line per case: its id, or an object with
+    its id, round, stratum and inclusion probability; returns its path."""
     header = QueueRecord.new(**about).model_dump_json(by_alias=True)
     tmp = temp_path(path)
     try:
         with open(tmp, "xb") as f:  # a new file: never through a planted link
             f.write((header + "\n").encode())
-            for cid in ids:
-                f.write((json.dumps(str(cid), ensure_ascii=False) + "\n").encode())
+            for e in entries:
+                f.write((json.dumps(e if isinstance(e, dict) else str(e), ensure_ascii=False) + "\n").encode())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -85,9 +86,24 @@ def write_record(path: Path, ids: Iterable[str], **about: Any) -> Path:
 
 
 def read_record(path: str | Path) -> Iterator[str]:
-    """The ids of a queue record, streamed, its header read through `QueueRecord` (an older format
-    migrated, a newer one refused naming who wrote it); a file that is not one, or a bad line, names
-    file and line."""
+    """The ids of a queue record, streamed (see `read_entries`)."""
+    for e in read_entries(path):
+        yield e["id"]
+
+
+def read_header(path: str | Path) -> QueueRecord:
+    """A queue record's header, read through `QueueRecord` (its ids left unread)."""
+    entries = read_entries(path, with_header=True)
+    head = next(entries)
+    entries.close()
+    assert isinstance(head, QueueRecord)
+    return head
+
+
+def read_entries(path: str | Path, with_header: bool = False) -> Generator[Any, None, None]:
+    """A queue record's lines, streamed, each as `{"id": ...}` plus, from format 3, its `round`, `stratum`
+    and `inclusion_prob`; the header first when `with_header` (a `QueueRecord`: an older format migrated,
+    a newer one refused naming who wrote it). A file that is not one, or a bad line, names file and line."""
     path = Path(path)
     try:
         f = open(path, encoding="utf-8")
@@ -101,13 +117,18 @@ def read_record(path: str | Path) -> Iterator[str]:
                 raise DataError(f"{path}:{n}: not a JSON line") from None
             if n == 1:
                 try:
-                    QueueRecord.parse(value, f"{path}:1")
+                    head = QueueRecord.parse(value, f"{path}:1")
                 except FormatError as e:
                     raise DataError(str(e)) from None
+                if with_header:
+                    yield head
             elif isinstance(value, str):
+                yield {"id": value}
+            elif isinstance(value, dict) and isinstance(value.get("id"), str):
                 yield value
             else:
-                raise DataError(f"{path}:{n}: a case id (a JSON string) expected, got {value!r}")
+                raise DataError(f"{path}:{n}: a case id (a JSON string, or an object with an 'id') expected, "
+                                f"got {value!r}")
 
 
 def is_legacy(csv_path: str | Path) -> bool:
@@ -170,5 +191,5 @@ def label_queue(path: str | Path, fields: FieldSpec | dict | None = None, name: 
 
 label_queue.files = _files  # type: ignore[attr-defined]  # the dataset hash covers the CSV and its record
 
-__all__ = ["KIND", "QUEUE_COLUMN", "is_legacy", "label_queue", "legacy_note", "neutralise", "read_record", "read_rows",
-           "record_path", "restore", "write_record"]
+__all__ = ["KIND", "QUEUE_COLUMN", "is_legacy", "label_queue", "legacy_note", "neutralise", "read_entries",
+           "read_header", "read_record", "read_rows", "record_path", "restore", "write_record"]

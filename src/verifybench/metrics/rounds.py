@@ -53,6 +53,13 @@ class RoundsRefused(VerifybenchError):
     """The rounds cannot be combined into one estimate (the message says why)."""
 
 
+def queued_twice(case_id: Any, first: Any, again: Any) -> RoundsRefused:
+    return RoundsRefused(
+        f"case {case_id!r} was queued in round {first} and again in round {again}: the later round's pool did "
+        "not leave out the earlier labels, so the rounds' designs overlap (queue each round with --labeled and "
+        "the earlier queues, or estimate each round alone)")
+
+
 def _objects(values: Iterable[Any] | None, n: int, fill: Any = 0) -> np.ndarray:
     return np.full(n, fill, dtype=object) if values is None else as_objects(values)
 
@@ -80,10 +87,7 @@ def design_weights(weight: ArrayLike, labeled: ArrayLike, round_: Iterable[Any] 
         seen: dict[Any, Any] = {}
         for i, cid in enumerate(_objects(case_id, n)):
             if cid in seen and seen[cid] != rnd[i]:
-                raise RoundsRefused(
-                    f"case {cid!r} was queued in round {seen[cid]} and again in round {rnd[i]}: the later "
-                    "round's pool did not leave out the earlier labels, so the rounds' designs overlap "
-                    "(queue each round with --labeled and the earlier queues, or estimate each round alone)")
+                raise queued_twice(cid, seen[cid], rnd[i])
             seen.setdefault(cid, rnd[i])
     import pandas as pd
 
