@@ -4,6 +4,7 @@ name the test split with its true labeled count, and call no case a false alarm 
 
 import json
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -89,3 +90,25 @@ def test_at_a_threshold_the_same_cases_are_misses_and_false_alarms(tmp_path):
     shown = set(re.findall(r'<span class="tag (?:missed|alarm)">([^<]*)</span>', html))
     assert shown == {"missed hallucination", "false alarm"}
     assert 'id="no-threshold"' not in html
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+@pytest.mark.parametrize("page", ["docs/thresholds.md", "docs/rollout.md"])
+def test_the_first_screen_says_what_labeled_counts_give_with_measured_figures_only(page):
+    first = " ".join(" ".join((ROOT / page).read_text(encoding="utf-8").splitlines()[:25]).split())
+    measured = _section((ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8"),
+                        "## A team's first hundred labels (issue 44)")
+    assert "120 labeled cases" in first and "30 scored cases of each class" in first
+    assert "not yet the CLI's default" in first and "`--min-per-class`" in first.replace(" N`", "`")
+    assert "#watching-for-drift" in first
+    # Every figure quoted there is one the benchmark measured (ranges quoted by their ends).
+    figures = set(re.findall(r"\b\d\.\d+\b", first))
+    assert figures and not {f for f in figures if f not in measured}, sorted(f for f in figures if f not in measured)
