@@ -205,8 +205,8 @@ def test_every_table_names_the_split_of_its_numbers(tmp, base, data):
     md = (tmp / "gate.md").read_text()
     assert "| metric | split |" in md and "| vendor | all | auroc | test |" in md
     html = (base.run_dir / "report.html").read_text()
-    # The summary table and each verifier's slice table.
-    assert html.count("AUROC<br><span class=\"small\">all cases</span>") == 1 + 2
+    # The summary table, the comparison table (every verifier per doc type) and each verifier's slice table.
+    assert html.count("AUROC<br><span class=\"small\">all cases</span>") == 1 + 1 + 2
 
 
 def test_report_slider_starts_on_its_threshold_and_counts_the_test_split(base):

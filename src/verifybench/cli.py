@@ -164,6 +164,19 @@ def _ms(x: float | None) -> str:
     return f"{x:.0f}" if x >= 10 else f"{x:.1f}" if x >= 1 else f"{x:.2f}" if x >= 0.1 else f"{x:.3f}"
 
 
+def _summary_title(metrics: dict, rows: list) -> str:
+    """The summary table's title: the split its precision / recall / F1 come from, with its labeled
+    count, or, where no verifier has a threshold, that there is none and what one needs."""
+    split = metrics.get("split") or {}
+    n_test = split.get("test", max((r["test_cases"] or 0 for r in rows), default=0))
+    head = "verifiers: AUROC over all scored cases; "
+    if any(r["threshold"] is not None for r in rows):
+        return head + f"precision / recall / F1 on the test split ({n_test} labeled cases) at the threshold"
+    return head + (f"no threshold ({metrics.get('min_per_class')} scored cases of each class needed in the "
+                   f"calibration split, which has {split.get('calibration', 0)} labeled cases; see the notes), so no "
+                   f"precision / recall / F1 on the test split ({n_test} labeled cases)")
+
+
 def _print_summary(run: api.Run) -> None:
     """Per verifier, as promptfoo and inspect end a run: AUROC with its interval (over all scored cases),
     the threshold and where it came from, the test split's precision / recall / F1 at it, latency,
@@ -174,9 +187,7 @@ def _print_summary(run: api.Run) -> None:
     except VerifybenchError as e:
         _note(f"no summary: {e}")
         return
-    n_test = max((r["test_cases"] or 0 for r in rows), default=0)
-    table = Table(title="verifiers: AUROC over all scored cases; precision / recall / F1 on the test split "
-                        f"({n_test} cases) at the threshold")
+    table = Table(title=_summary_title(run.metrics_json, rows))
     table.add_column("verifier")
     table.add_column("AUROC, all cases [95% CI]", no_wrap=True)
     table.add_column("threshold (source)")
@@ -190,7 +201,7 @@ def _print_summary(run: api.Run) -> None:
         if r["threshold"] is None:
             threshold = "none"
             notes.append(f"{vid}: no threshold: {r['threshold_warning']}")
-            prf = "-"
+            prf = "no threshold"
         else:
             threshold = f"{r['threshold']:.4g} ({r['threshold_source']})"
             prf = " / ".join("-" if r[k] is None else f"{r[k]:.2f}" for k in ("test_precision", "test_recall", "test_f1"))

@@ -38,9 +38,17 @@ def _env() -> Environment:
     return env
 
 
+def case_kinds(threshold: float | None) -> tuple[str, str]:
+    """What the per-case view calls its hallucinated and its faithful cases: a miss or a false alarm
+    exists only at a threshold; without one they are only the extremes of each class by score."""
+    if threshold is None:
+        return "lowest-scored hallucinated", "highest-scored faithful"
+    return "missed hallucination", "false alarm"
+
+
 def worst_cases(cases: list[dict], verdicts: list, verifier: str, threshold: float | None) -> list[dict]:
     """Missed hallucinations first (lowest-scored hallucinated cases), then false alarms (highest-scored
-    faithful cases); with no threshold, the extremes of each class."""
+    faithful cases); with no threshold, the extremes of each class, named so (`case_kinds`)."""
     by_id = {c["id"]: c for c in cases}
     mine = [(v, by_id[v.case_id]) for v in verdicts if v.verifier == verifier and v.case_id in by_id and v.ok]
     missed = sorted((p for p in mine if p[1]["label"]), key=lambda p: p[0].score)
@@ -48,8 +56,9 @@ def worst_cases(cases: list[dict], verdicts: list, verifier: str, threshold: flo
     if threshold is not None:
         missed = [p for p in missed if p[0].score < threshold]
         alarms = [p for p in alarms if p[0].score >= threshold]
-    return ([{"kind": "missed hallucination", "verdict": v, "case": c} for v, c in missed[:EXAMPLES]]
-            + [{"kind": "false alarm", "verdict": v, "case": c} for v, c in alarms[:EXAMPLES]])
+    low, high = case_kinds(threshold)
+    return ([{"kind": low, "verdict": v, "case": c} for v, c in missed[:EXAMPLES]]
+            + [{"kind": high, "verdict": v, "case": c} for v, c in alarms[:EXAMPLES]])
 
 
 def worst_rows(frame: pd.DataFrame, verifier: str, threshold: float | None) -> list[tuple[str, int]]:
@@ -64,7 +73,8 @@ def worst_rows(frame: pd.DataFrame, verifier: str, threshold: float | None) -> l
     # Stable sorts over the frame's (the file's) order, as `sorted` orders the verdicts in `worst_cases`.
     low = mine[missed][np.argsort(score[missed], kind="stable")][:EXAMPLES]
     high = mine[alarms][np.argsort(-score[alarms], kind="stable")][:EXAMPLES]
-    return [("missed hallucination", int(i)) for i in low] + [("false alarm", int(i)) for i in high]
+    names = case_kinds(threshold)
+    return [(names[0], int(i)) for i in low] + [(names[1], int(i)) for i in high]
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -173,6 +183,7 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
     drawable = any(p.get("f1") is not None and p.get("p95_ms") is not None for p in points)
     html = _env().get_template("report.html.j2").render(
         manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes),
+        no_threshold=bool(sections) and all(s["m"]["overall"]["threshold"]["value"] is None for s in sections),
         operating=operating_svg(points) if drawable else None,
         comparison=comparison(metrics) if len(metrics["verifiers"]) > 1 else [], caught=caught(metrics),
         shortcut_warnings=[(k, w) for k, r in (metrics.get("shortcuts") or {}).items() for w in r["warnings"]],

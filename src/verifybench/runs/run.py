@@ -162,13 +162,18 @@ class SummaryRow(TypedDict):
     threshold_degenerate: str | None
     threshold_near_degenerate: str | None
     threshold_warning: str | None
-    test_cases: int | None
+    test_cases: int | None  # labeled test-split cases, whether or not a threshold exists to measure them at
     test_precision: float | None
     test_recall: float | None
     test_f1: float | None
     p50_ms: float | None
     p95_ms: float | None
     latency_basis: str | None
+
+
+def _labeled(counts: dict[str, int] | None) -> int | None:
+    """A split's labeled cases from its per-class counts (metrics.json `labels`); None when not recorded."""
+    return None if counts is None else sum(counts.values())
 
 
 def summary_rows(metrics: dict[str, Any]) -> list[SummaryRow]:
@@ -184,7 +189,7 @@ def summary_rows(metrics: dict[str, Any]) -> list[SummaryRow]:
             threshold=t.get("value"), threshold_source=threshold_source(t),
             threshold_degenerate=t.get("degenerate"), threshold_near_degenerate=t.get("near_degenerate"),
             threshold_warning=t.get("warning"),
-            test_cases=test.get("n"),
+            test_cases=test.get("n", _labeled((o.get("labels") or {}).get("test"))),
             test_precision=test.get("precision"), test_recall=test.get("recall"), test_f1=test.get("f1"),
             p50_ms=lat.get("p50"), p95_ms=lat.get("p95"), latency_basis=lat.get("basis"),
         ))

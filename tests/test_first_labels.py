@@ -1,0 +1,114 @@
+"""Issue 44: a team's first hundred labels. With 100 labeled cases the default split (half for
+calibration, 30 of each class needed there) fits no threshold: the run's summary and the report say so,
+name the test split with its true labeled count, and call no case a false alarm or a miss."""
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import yaml
+from conftest import write
+from typer.testing import CliRunner
+
+from verifybench.cli import app
+
+N = 100
+
+
+def cases() -> list[dict]:
+    """100 support answers (seeded), half hallucinated: a hallucinated answer swaps more of its source's
+    words for others, so rouge ranks them imperfectly, but no threshold can be fitted on 50 calibration
+    cases."""
+    rng = np.random.default_rng(44)
+    words = [f"w{i}" for i in range(200)]
+    out = []
+    for i in range(N):
+        source = list(rng.choice(words, 20))
+        label = i % 2
+        answer = source[: int(rng.integers(8, 16))]
+        swapped = rng.random(len(answer)) < (0.45 if label else 0.25)
+        answer = [str(rng.choice(words)) if s else w for w, s in zip(answer, swapped, strict=True)]
+        out.append({"id": f"c{i:03d}", "response": " ".join(answer), "sources": [" ".join(source)], "label": label})
+    return out
+
+
+def cli(*args):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return SimpleNamespace(code=result.exit_code, out=result.stdout, err=result.stderr)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return run(tmp_path_factory.mktemp("first"), {"bootstrap": 50})
+
+
+def run(tmp, metrics):
+    data = write(tmp / "cases.jsonl", "".join(json.dumps(c) + "\n" for c in cases()))
+    suite = write(tmp / "s.yaml", yaml.safe_dump({"name": "first", "dataset": {"loader": "jsonl", "path": str(data)},
+                                                  "verifiers": ["rouge"], "metrics": metrics}))
+    out = cli("run", suite, "--out", tmp / "run", "-q")
+    assert out.code == 0, out.err
+    metrics = json.loads((tmp / "run" / "metrics.json").read_text())
+    return SimpleNamespace(run=tmp / "run", out=out.out, metrics=metrics)
+
+
+def test_the_summary_names_the_test_split_with_its_true_count_and_says_there_is_no_threshold(small):
+    n_test = small.metrics["split"]["test"]
+    assert n_test > 30  # the premise: a test split exists, and no threshold does
+    assert small.metrics["verifiers"]["rouge"]["overall"]["threshold"]["value"] is None
+    text = " ".join(small.out.split())  # the table's title wraps
+    assert "test split (0 cases)" not in text
+    assert f"test split ({n_test} labeled cases)" in text
+    assert "no threshold" in text
+    assert "no threshold (30 scored cases of each class needed in the calibration split" in text
+
+
+def test_the_report_calls_no_case_a_false_alarm_without_a_threshold(small):
+    html = (small.run / "report.html").read_text()
+    shown = re.findall(r'<span class="tag (?:missed|alarm)">([^<]*)</span>', html)
+    assert shown, "the per-case view shows cases"
+    assert not {"false alarm", "missed hallucination"} & set(shown)
+    assert set(shown) <= {"lowest-scored hallucinated", "highest-scored faithful"}
+    assert "missed hallucinations first, then false alarms" not in html
+    n_test = small.metrics["split"]["test"]
+    said = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert f"no precision, recall or F1 is measured on the test split's {n_test} labeled cases" in said
+    assert f"test split ({n_test} labeled cases)" in said
+
+
+def test_at_a_threshold_the_same_cases_are_misses_and_false_alarms(tmp_path):
+    lowered = run(tmp_path, {"bootstrap": 50, "min_per_class": 20})
+    assert lowered.metrics["verifiers"]["rouge"]["overall"]["threshold"]["value"] is not None
+    text = " ".join(lowered.out.split())
+    assert f"on the test split ({lowered.metrics['split']['test']} labeled cases) at the threshold" in text
+    html = (lowered.run / "report.html").read_text()
+    shown = set(re.findall(r'<span class="tag (?:missed|alarm)">([^<]*)</span>', html))
+    assert shown == {"missed hallucination", "false alarm"}
+    assert 'id="no-threshold"' not in html
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+@pytest.mark.parametrize("page", ["docs/thresholds.md", "docs/rollout.md"])
+def test_the_first_screen_says_what_labeled_counts_give_with_measured_figures_only(page):
+    first = " ".join(" ".join((ROOT / page).read_text(encoding="utf-8").splitlines()[:25]).split())
+    measured = _section((ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8"),
+                        "## A team's first hundred labels (issue 44)")
+    assert "120 labeled cases" in first and "30 scored cases of each class" in first
+    assert "not yet the CLI's default" in first and "`--min-per-class`" in first.replace(" N`", "`")
+    assert "#watching-for-drift" in first
+    # Every figure quoted there is one the benchmark measured (ranges quoted by their ends).
+    figures = set(re.findall(r"\b\d\.\d+\b", first))
+    assert figures and not {f for f in figures if f not in measured}, sorted(f for f in figures if f not in measured)
