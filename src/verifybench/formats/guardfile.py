@@ -54,8 +54,9 @@ class LogSpec(BaseModel):
 
     model_config = _STRICT
 
-    dir: str | None = Field("guard-log", description="where decision logs go (relative to the working "
-                            "directory); null: no log")
+    dir: str | None = Field(None, description="where decision logs go (relative to the working directory); "
+                            "null or left out: no log from a guard in Python, ./guard-log under `verifybench "
+                            "serve` unless the file says null")
     max_bytes: int = Field(64 << 20, ge=4096, description="a log file is rotated above this size")
     fsync: bool = Field(True, description="a decision is on disk (fsync) before its response returns")
     fail_open: bool = Field(False, description="a decision whose record cannot be written (a full disk): false "

@@ -203,7 +203,8 @@ class Guard:
         allow_code: modules, folders or model names whose code the files may import or run beyond the
             installation's own (a verifier named by import path: its module or a package above it; a
             graph pack folder; a model with `trust_remote_code`); without it such a file is refused.
-        log_dir: where the decision log goes (default: the guard file's `log.dir`, ./guard-log); False: none.
+        log_dir: where the decision log goes (default: the guard file's `log.dir`; none where it names no
+            folder: a guard in Python logs only where it is told to); False: none.
         warm: run the warm-up case through every verifier now (loads models).
         overrides: guard-file keys (checks, combination, action, mode, timeout_ms, on_error, ...).
     """
