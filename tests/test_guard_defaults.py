@@ -11,13 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-import verifybench
-from verifybench.guard import Guard
+from helpers.guard_verifiers import fit_demo_policy
+from verifybench.guard import Guard, GuardError
 from verifybench.guard.spec import served_log_dir
 from verifybench.loaders.guardlog import read_log
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "datasets" / "demo" / "cases.jsonl"
 SENTENCES = "helpers.guard_verifiers:Sentences"
 TEST_CODE = ["helpers.guard_verifiers"]
 SOURCES = ["Northwind CRM pricing. The Team plan costs $29 per user per month and includes up to 10 user seats."]
@@ -25,19 +23,10 @@ SOURCES = ["Northwind CRM pricing. The Team plan costs $29 per user per month an
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
-    """A run of rouge and the sentence verifier over the demo set, and the policy fitted on it."""
+    """A run of rouge and two sentence verifiers over the demo set, and the policy fitted on it."""
     base = tmp_path_factory.mktemp("defaults")
-    suite = base / "suite.yaml"
-    suite.write_text(yaml.safe_dump({
-        "name": "guard-defaults",
-        "dataset": {"loader": "jsonl", "path": str(DEMO),
-                    "fields": {"id": "id", "response": "response", "sources": "sources", "question": "question",
-                               "label": "label", "doc_type": "doc_type", "split": "split"}},
-        "verifiers": ["rouge", {SENTENCES: {"id": "sentences"}}], "metrics": {"by": "doc_type", "bootstrap": 20},
-    }), encoding="utf-8")
-    run = verifybench.run(suite, out=base / "run", progress=False)
-    policy = base / "policy.yaml"
-    verifybench.thresholds(run.run_dir, by="doc_type", target="youden", out=policy)
+    _, _, policy = fit_demo_policy(base, ["rouge", {SENTENCES: {"id": "sentences"}},
+                                          {"helpers.guard_verifiers:Claims": {"id": "claims"}}])
     return {"base": base, "policy": policy}
 
 
@@ -88,3 +77,44 @@ def test_the_served_app_logs_to_guard_log_by_default(fitted, tmp_path, monkeypat
         r = client.post("/v1/check", json={"response": "The Team plan costs $29.", "sources": SOURCES})
         assert r.status_code == 200, r.text
     assert [x.id for x in read_log(tmp_path / "guard-log")[0]] == [r.json()["id"]]
+
+
+# -- 2. a bare policy of several checks -----------------------------------------------------------------
+
+
+def _test_f1(doc: dict, vid: str) -> float:
+    return doc["thresholds"][vid]["all"]["test_split"]["f1"]
+
+
+def test_a_bare_policy_of_several_checks_runs_its_best_held_out_check_and_names_it(fitted):
+    doc = yaml.safe_load(fitted["policy"].read_text())
+    assert len(doc["verifiers"]) == 3
+    usable = [vid for vid in doc["verifiers"]
+              if not {"degenerate", "near_degenerate"} & set(doc["thresholds"][vid]["all"])]
+    assert usable  # on the demo set rouge's threshold is near-degenerate: it is no candidate
+    best = max(usable, key=lambda vid: _test_f1(doc, vid))
+    with pytest.warns(UserWarning, match=f"this guard runs {best}, the best on the test split") as w:
+        g = Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False)
+    with g:
+        assert [c.id for c in g.checks] == [best]
+        assert "checks:" in str(w[0].message) and f"{_test_f1(doc, best):.3f}" in str(w[0].message)
+        assert g.describe()["chosen"] == str(w[0].message) and list(g.describe()["checks"]) == [best]
+        assert [r.verifier for r in g.check("The Team plan costs $29.", SOURCES).checks] == [best]
+    # a choice made, by name or by asking for every check, is kept
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, combination="any") as g:
+        assert [c.id for c in g.checks] == list(doc["verifiers"]) and g.describe()["chosen"] is None
+
+
+def test_a_bare_policy_without_a_held_out_estimate_is_refused_naming_the_choice(fitted, tmp_path):
+    doc = yaml.safe_load(fitted["policy"].read_text())
+    for rows in doc["thresholds"].values():
+        for row in rows.values():
+            row.pop("test_split", None)
+    doc.pop("run")  # its run would hold it to the file as written
+    p = tmp_path / "policy.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    with pytest.raises(GuardError, match=r"records 3 checks \(rouge, sentences, claims\) and no held-out "
+                                         r"estimate to choose one by .*sentences: no test-split F1.*"
+                                         r"`checks: \[ID\]` in a guard file"):
+        Guard(p, allow_code=TEST_CODE, log_dir=False)
+    Guard(p, allow_code=TEST_CODE, log_dir=False, checks=["rouge"]).close()

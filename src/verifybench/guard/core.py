@@ -18,6 +18,7 @@ import asyncio
 import queue
 import time
 import uuid
+import warnings
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -215,6 +216,9 @@ class Guard:
             overrides["suite"] = str(suite)
         files = read_guard(path, allow_code, **overrides)  # every file checked, nothing imported or built yet
         self.spec, self.policy_path, self.source = files.spec, files.policy_path, files.source
+        self.chosen = files.chosen
+        if self.chosen:
+            warnings.warn(self.chosen, UserWarning, stacklevel=2)
         spec = self.spec
         self.policy, self.policy_hash = files.policy, files.policy_hash
         self.by = self.policy.by
@@ -294,6 +298,7 @@ class Guard:
         """The guard's settings, checks, thresholds and hashes (what /readyz and the docs show)."""
         return {
             "guard_hash": self.hash, "policy_hash": self.policy_hash, "policy": str(self.policy_path), "by": self.by,
+            "chosen": self.chosen,
             **self.spec.model_dump(mode="json", exclude={"policy", "suite", "log", "kind", "format", "written_by"}),
             "cascade_bounds": None if self.bounds is None else {"allow_at_or_below": self.bounds[0],
                                                                 "flag_at_or_above": self.bounds[1]},
