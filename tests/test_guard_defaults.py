@@ -118,3 +118,20 @@ def test_a_bare_policy_without_a_held_out_estimate_is_refused_naming_the_choice(
                                          r"`checks: \[ID\]` in a guard file"):
         Guard(p, allow_code=TEST_CODE, log_dir=False)
     Guard(p, allow_code=TEST_CODE, log_dir=False, checks=["rouge"]).close()
+
+
+# -- 3. strip never sends an answer with no claim left ----------------------------------------------------
+
+PLEASANTRIES = "Hi!  Let me know if I can help with anything else."
+
+
+def test_strip_blocks_an_answer_left_with_no_checkable_claim(fitted):
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["claims"], action="strip") as g:
+        d = g.check("Purple dragons deliver 7 invoices daily. " + PLEASANTRIES, SOURCES)
+        kept = g.check("The Team plan costs $29 per user per month. Purple dragons deliver 7 invoices daily. "
+                       + PLEASANTRIES, SOURCES)
+    assert [u.text for u in d.checks[0].units if u.flagged] == ["Purple dragons deliver 7 invoices daily."]
+    assert d.action == "blocked" and d.response is None and not d.removed
+    assert f"no checkable claim is left once the flagged units are removed (what remains: {PLEASANTRIES!r})" in d.reason
+    # a claim the check let through is still worth sending
+    assert kept.action == "rewritten" and kept.response == "The Team plan costs $29 per user per month. " + PLEASANTRIES

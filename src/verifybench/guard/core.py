@@ -493,6 +493,10 @@ class Guard:
                 if not out.strip():
                     action, out = "blocked", None
                     reason += "; strip: nothing is left once the flagged units are removed, so the answer is blocked"
+                elif not _claims_left(ran, spans):
+                    action = "blocked"
+                    reason += (f"; strip: no checkable claim is left once the flagged units are removed (what remains: "
+                               f"{out.strip()[:80]!r}), so the answer is blocked")
         if action == "blocked":
             out = None
         applied = spec.mode == "enforce" and action in ("blocked", "rewritten")
@@ -626,6 +630,14 @@ class Guard:
             for f in futures:
                 self.log.committed(f)
         return out
+
+
+def _claims_left(ran: list[CheckResult], spans: list[tuple[int, int]]) -> bool:
+    """Whether a stripped answer keeps a claim a check scored and let through: a unit with a score, not
+    flagged, that no cut touches. Greetings and sign-offs a verifier skips (no score) are no claim."""
+    return any(u.score is not None and not u.flagged and u.start is not None and u.end is not None
+               and all(u.end <= s or u.start >= e for s, e in spans)
+               for r in ran for u in r.units)
 
 
 def _own(verdicts: dict[str, Verdict], case: Case, verifier: Verifier) -> tuple[Verdict, bool, float]:
