@@ -135,3 +135,24 @@ def test_strip_blocks_an_answer_left_with_no_checkable_claim(fitted):
     assert f"no checkable claim is left once the flagged units are removed (what remains: {PLEASANTRIES!r})" in d.reason
     # a claim the check let through is still worth sending
     assert kept.action == "rewritten" and kept.response == "The Team plan costs $29 per user per month. " + PLEASANTRIES
+
+
+# -- 4. one threshold decides a unit ---------------------------------------------------------------------
+
+
+def test_a_unit_s_status_is_what_the_check_s_threshold_says(fitted, tmp_path):
+    """The sentence verifier calls a sentence supported up to 30% novel words; at a given threshold of 0.1
+    a sentence 2/14 novel is flagged, and is shown unsupported, never supported and flagged at once."""
+    doc = yaml.safe_load(fitted["policy"].read_text())
+    doc["thresholds"]["sentences"] = {key: {"threshold": 0.1, "source": "given"}
+                                      for key in doc["thresholds"]["sentences"]}
+    p = tmp_path / "policy.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    answer = "Data export to CSV is supported on the Team plan. The Team plan costs $29 per user per month and " \
+             "includes ten extra seats."
+    with Guard(p, allow_code=TEST_CODE, log_dir=False, checks=["sentences"], action="strip") as g:
+        d = g.check(answer, ["Data export to CSV is supported on the Team plan. " + SOURCES[0]])
+    (first, second) = d.checks[0].units
+    assert second.score == pytest.approx(2 / 14) and second.flagged and second.status == "unsupported"
+    assert first.score == 0.0 and not first.flagged and first.status == "supported"
+    assert d.action == "rewritten" and d.response == first.text

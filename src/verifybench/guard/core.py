@@ -45,6 +45,9 @@ from verifybench.verifiers import Verifier, build
 Action = Literal["allowed", "flagged", "blocked", "rewritten"]
 ThresholdSource = Literal["slice", "fallback", "fixed"]
 ACTIONS: dict[str, Action] = {"flag": "flagged", "escalate": "flagged", "block": "blocked", "strip": "rewritten"}
+# A unit status that states support (a verifier's own cut, nli's or anchors' `support_threshold`): in a
+# decision it is what the check's threshold says, so a unit is never shown supported and flagged at once.
+SUPPORT_STATUSES = frozenset({"supported", "weak support", "unsupported"})
 
 WARMUP = Case(id="warm-up", dataset="guard", response="The warm-up answer names one fact.",
               sources=[Source(id="s1", text="The warm-up answer names one fact.")], label=False)
@@ -409,6 +412,9 @@ class Guard:
                 top = max(u.score for u in scored)  # type: ignore[type-var]
                 for u in scored:
                     u.flagged = bool(top and u.score == top)
+            for u in scored:  # one threshold decides a unit: a verifier's own support cut never contradicts it
+                if u.status in SUPPORT_STATUSES:
+                    u.status = "unsupported" if u.flagged else "supported"
         r.units = units
         return r
 
