@@ -29,7 +29,7 @@ def is_policy(doc: Any) -> bool:
 
 
 def read_spec(path: str | Path, **overrides: Any) -> tuple[GuardSpec, Path]:
-    """A guard file, or a policy file standing alone (a guard of every verifier it records, with the
+    """A guard file, or a policy file standing alone (a guard of its best check, or of the checks given, with the
     defaults); relative paths in a guard file are relative to it. Returns the spec and the policy's path."""
     path = Path(path)
     given = {k: v for k, v in overrides.items() if v is not None}
