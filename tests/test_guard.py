@@ -59,7 +59,7 @@ def test_decisions_equal_run_with_policy(fitted, tmp_path):
     applied = verifybench.run(fitted["suite"], out=tmp_path / "applied", progress=False, policy=fitted["policy"])
     v = applied.verdicts
     cases = _demo_cases()
-    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False) as g:
+    with Guard(fitted["policy"], allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"]) as g:
         many = g.check_many([_item(c) for c in cases])
         one = [g.check(**_item(c)) for c in cases[:40]]
     for vid in ("rouge", "sentences"):
@@ -114,7 +114,8 @@ def test_a_scores_detector_reads_its_threshold_on_its_own_scale(tmp_path):
 def test_a_verifier_config_hash_other_than_the_policys_refuses_to_start(fitted, tmp_path):
     other = _suite(tmp_path / "other.yaml", [{"rouge": {"type": "rouge2"}}, {SENTENCES: {"id": "sentences"}}])
     guard_file = tmp_path / "guard.yaml"
-    guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "suite": str(other)}))
+    guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "suite": str(other),
+                                          "checks": ["rouge", "sentences"]}))
     want = yaml.safe_load(fitted["policy"].read_text())["verifiers"]["rouge"]["config_hash"]
     with pytest.raises(GuardError) as e:
         Guard(guard_file, allow_code=TEST_CODE, log_dir=False)
@@ -128,9 +129,10 @@ def test_a_verifier_config_hash_other_than_the_policys_refuses_to_start(fitted, 
     edited = tmp_path / "edited.yaml"
     edited.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(GuardError, match="differs from the policy's"):
-        Guard(edited, allow_code=TEST_CODE, log_dir=False)
+        Guard(edited, allow_code=TEST_CODE, log_dir=False, checks=["rouge", "sentences"])
     # the same suite as the run: accepted
-    guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "suite": str(fitted["suite"])}))
+    guard_file.write_text(yaml.safe_dump({"policy": str(fitted["policy"]), "suite": str(fitted["suite"]),
+                                          "checks": ["rouge", "sentences"]}))
     Guard(guard_file, allow_code=TEST_CODE, log_dir=False).close()
 
 

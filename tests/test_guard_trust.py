@@ -57,7 +57,8 @@ def test_nan_inf_and_verdicts_out_of_order_are_judged_as_the_run_judges_them(unr
     assert want.loc["says-inf", "error"] and "not a finite number (inf)" in want.loc["says-inf", "error"]
     cases = unruly["cases"]
     items = [_item(c) for c in cases]
-    with Guard(unruly["policy"], log_dir=False, on_error="block", batch_wait_ms=50, allow_code=TEST_CODE) as g:
+    with Guard(unruly["policy"], log_dir=False, on_error="block", batch_wait_ms=50, allow_code=TEST_CODE,
+               checks=["rouge", "unruly"]) as g:
         many = g.check_many(items)  # one batch: the verifier hands its verdicts back reversed
         one = [g.check(**i) for i in items]
 
@@ -120,7 +121,9 @@ def test_a_model_s_own_python_is_refused_before_it_runs(unruly, tmp_path):
     said = rf"{policy}: verifiers\.nli\.options\.trust_remote_code: runs the Python code of model"
     with pytest.raises(GuardError, match=said):
         Guard(policy, log_dir=False, checks=["nli"])
-    r = CliRunner().invoke(app, ["serve", str(policy), "--port", "1", "--allow-code", "helpers.guard_verifiers"])
+    guard_file = tmp_path / "guard.yaml"
+    guard_file.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["nli"]}), encoding="utf-8")
+    r = CliRunner().invoke(app, ["serve", str(guard_file), "--port", "1", "--allow-code", "helpers.guard_verifiers"])
     assert r.exit_code == 2 and "verifiers.nli.options.trust_remote_code" in r.output
     assert "--allow-code" in r.output  # says how the operator allows it
     assert not ran.exists()
@@ -131,11 +134,11 @@ def test_a_verifier_named_by_import_path_is_imported_only_when_allowed(unruly, t
     ran = _planted(tmp_path, "evil_checks", "class Checker: pass\n")
     policy = _policy_with(unruly, tmp_path, "x", {"name": "evil_checks:Checker"}, run=False)
     with pytest.raises(GuardError, match=rf"{policy}: verifiers\.x\.name: imports module 'evil_checks'"):
-        Guard(policy, log_dir=False, allow_code=TEST_CODE)
+        Guard(policy, log_dir=False, allow_code=TEST_CODE, checks=["x"])
     assert not ran.exists() and "evil_checks" not in sys.modules
     # Allowed by name (the module, or a package above it): imported, then held to the policy as any other.
     with pytest.raises(VerifybenchError, match="not a verifybench Verifier subclass"):
-        Guard(policy, log_dir=False, allow_code=[*TEST_CODE, "evil_checks"])
+        Guard(policy, log_dir=False, allow_code=[*TEST_CODE, "evil_checks"], checks=["x"])
     assert ran.exists()
     sys.modules.pop("evil_checks", None)
 
@@ -168,7 +171,8 @@ def test_a_guard_file_s_suite_chooses_no_code_either(unruly, tmp_path, monkeypat
     suite = tmp_path / "suite.yaml"
     suite.write_text(yaml.safe_dump(doc), encoding="utf-8")
     guard_file = tmp_path / "guard.yaml"
-    guard_file.write_text(yaml.safe_dump({"policy": str(unruly["policy"]), "suite": str(suite)}))
+    guard_file.write_text(yaml.safe_dump({"policy": str(unruly["policy"]), "suite": str(suite),
+                                          "checks": ["rouge", "unruly"]}))
     with pytest.raises(GuardError, match=rf"{suite}: verifiers\.unruly\.name: imports module 'helpers\.guard_verifiers'"):
         Guard(guard_file, log_dir=False)
     with Guard(guard_file, log_dir=False, allow_code=["helpers"]) as g:  # a package above the module
@@ -186,11 +190,13 @@ def test_serve_allow_code_reaches_the_guard(unruly, monkeypatch, tmp_path):
 
     served = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app.app.state.guard_state["guard"]))
-    r = CliRunner().invoke(app, ["serve", str(unruly["policy"]), "--log-dir", str(tmp_path), "--allow-code", "nothing.else",
+    both = tmp_path / "guard.yaml"  # every check the policy records, by name
+    both.write_text(yaml.safe_dump({"policy": str(unruly["policy"]), "checks": ["rouge", "unruly"]}), encoding="utf-8")
+    r = CliRunner().invoke(app, ["serve", str(both), "--log-dir", str(tmp_path), "--allow-code", "nothing.else",
                                  "--allow-code", "helpers.guard_verifiers"])
     assert r.exit_code == 0, r.output
     assert [c.id for c in served[0].checks] == ["rouge", "unruly"]
-    r = CliRunner().invoke(app, ["serve", str(unruly["policy"]), "--allow-code", "helpers.guard"])
+    r = CliRunner().invoke(app, ["serve", str(both), "--allow-code", "helpers.guard"])
     assert r.exit_code == 2 and "verifiers.unruly.name: imports module 'helpers.guard_verifiers'" in r.output
 
 

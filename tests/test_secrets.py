@@ -388,7 +388,7 @@ def test_a_policy_whose_options_hold_a_variable_is_served(echoed, tmp_path):
 
     doc = yaml.safe_load(echoed["policy"].read_text())
     assert doc["verifiers"]["judge"]["options"]["base_url"].startswith("http://user:${PASSWORD}@")
-    with Guard(echoed["policy"], log_dir=tmp_path / "log") as guard:  # ${PASSWORD} expanded at start
+    with Guard(echoed["policy"], log_dir=tmp_path / "log", checks=["keyed", "judge"]) as guard:  # ${PASSWORD} at start
         decisions = [guard.check(response=f"the answer is {word}", sources=["the answer is right"])
                      for word in ("wrong", "right")]
     assert [d.action for d in decisions] == ["flagged", "allowed"]
@@ -396,7 +396,7 @@ def test_a_policy_whose_options_hold_a_variable_is_served(echoed, tmp_path):
     echoed["env"].delenv("PASSWORD")
     try:
         with pytest.raises((GuardError, SuiteError), match=r"option 'base_url': environment variable PASSWORD is not set"):
-            Guard(echoed["policy"], log_dir=False)
+            Guard(echoed["policy"], log_dir=False, checks=["keyed", "judge"])
     finally:
         echoed["env"].setenv("PASSWORD", PASSWORD)
 

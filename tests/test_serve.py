@@ -35,7 +35,9 @@ TOKEN = "tok-3b1f0c9e-never-in-a-log"
 def fitted(tmp_path_factory):
     base = tmp_path_factory.mktemp("serve")
     suite, run, policy = fit_demo_policy(base)
-    return {"base": base, "suite": suite, "run": run, "policy": policy}
+    both = base / "both.yaml"  # every check the policy records, by name (a bare policy runs its best one)
+    both.write_text(yaml.safe_dump({"policy": str(policy), "checks": ["rouge", "sentences"]}), encoding="utf-8")
+    return {"base": base, "suite": suite, "run": run, "policy": policy, "both": both}
 
 
 def _item(c: dict) -> dict:
@@ -158,7 +160,7 @@ def server(fitted, tmp_path):
     started = []
 
     def start(target=None, **kw):
-        s = Server(target or fitted["policy"], kw.pop("log_dir", tmp_path / "log"), tmp_path, **kw)
+        s = Server(target or fitted["both"], kw.pop("log_dir", tmp_path / "log"), tmp_path, **kw)
         started.append(s)
         return s
 

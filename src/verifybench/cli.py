@@ -542,7 +542,8 @@ def serve(
     guard: Annotated[Path, typer.Argument(help="a guard file, or a policy file from `verifybench thresholds --out`")],
     host: Annotated[str, typer.Option("--host", help="interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8080,
-    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="decision log folder (default: ./guard-log)")] = None,
+    log_dir: Annotated[Path | None, typer.Option(
+        "--log-dir", help="decision log folder (default: the guard file's log.dir, else ./guard-log)")] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn worker processes, each with its own log file")] = 1,
     ray: Annotated[bool, typer.Option("--ray", help="run the same app as a Ray Serve deployment (the `ray` extra)")] = False,
     replicas: Annotated[int, typer.Option(

@@ -131,3 +131,18 @@ class Unruly(Verifier):
                 score = float("inf")
             out.append(Verdict(case_id=case.id, verifier=self.id, score=score, units=units))
         return out[::-1]
+
+
+class Claims(CaseVerifier):
+    """`Sentences` that scores only a sentence with a number in it (a claim); any other sentence (a greeting,
+    a sign-off) is a unit without a score, skipped, as nli skips conversational openers."""
+
+    name = "claims"
+    description = "test verifier: per-sentence word novelty of the sentences with a number; others skipped"
+
+    def score_case(self, case: Case) -> Verdict:
+        units = [u if any(ch.isdigit() for ch in u.text) else
+                 Unit(text=u.text, score=None, start=u.start, end=u.end, status="skipped: no claim")
+                 for u in sentence_units(case)]
+        return Verdict(case_id=case.id, verifier=self.id, units=units,
+                       score=max((u.score for u in units if u.score is not None), default=0.0))

@@ -7,7 +7,7 @@ kind: verifybench.guard        # optional in a file written by hand (read as for
 format: 2
 policy: policy.yaml            # relative to this file
 suite: ../evals/demo.yaml      # optional: the verifiers' options from the suite (their hashes must match)
-checks: [rouge]                # verifier ids of the policy (default: every verifier it records)
+checks: [rouge]                # verifier ids of the policy (default: its best on the test split)
 combination: any               # any | all | cascade (two checks: the cheap one first)
 action: flag                   # flag | block | strip | escalate
 mode: enforce                  # enforce | shadow (decide and log, never change the response)
@@ -54,8 +54,9 @@ class LogSpec(BaseModel):
 
     model_config = _STRICT
 
-    dir: str | None = Field("guard-log", description="where decision logs go (relative to the working "
-                            "directory); null: no log")
+    dir: str | None = Field(None, description="where decision logs go (relative to the working directory); "
+                            "null or left out: no log from a guard in Python, ./guard-log under `verifybench "
+                            "serve` unless the file says null")
     max_bytes: int = Field(64 << 20, ge=4096, description="a log file is rotated above this size")
     fsync: bool = Field(True, description="a decision is on disk (fsync) before its response returns")
     fail_open: bool = Field(False, description="a decision whose record cannot be written (a full disk): false "
@@ -104,8 +105,9 @@ class GuardSpec(Stored):
     policy: str = Field(description="the threshold policy, relative to this file")
     suite: str | None = Field(None, description="the suite the checks' options come from (relative to this "
                               "file; default: the options the policy records); their config hashes must match")
-    checks: list[str] | None = Field(None, description="verifier ids of the policy, in order (default: every "
-                                     "verifier it records); a cascade's cheap one first")
+    checks: list[str] | None = Field(None, description="verifier ids of the policy, in order; a cascade's cheap "
+                                     "one first (default: the one check the policy records; of several, the best on "
+                                     "the test split, named in a warning, or every one with `combination` given)")
     combination: Literal["any", "all", "cascade"] = Field("any", description="flag when any check flags, when "
                                                           "all do, or a cascade (the cheap check decides alone "
                                                           "where it is confident)")

@@ -18,6 +18,7 @@ import asyncio
 import queue
 import time
 import uuid
+import warnings
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -44,6 +45,9 @@ from verifybench.verifiers import Verifier, build
 Action = Literal["allowed", "flagged", "blocked", "rewritten"]
 ThresholdSource = Literal["slice", "fallback", "fixed"]
 ACTIONS: dict[str, Action] = {"flag": "flagged", "escalate": "flagged", "block": "blocked", "strip": "rewritten"}
+# A unit status that states support (a verifier's own cut, nli's or anchors' `support_threshold`): in a
+# decision it is what the check's threshold says, so a unit is never shown supported and flagged at once.
+SUPPORT_STATUSES = frozenset({"supported", "weak support", "unsupported"})
 
 WARMUP = Case(id="warm-up", dataset="guard", response="The warm-up answer names one fact.",
               sources=[Source(id="s1", text="The warm-up answer names one fact.")], label=False)
@@ -203,7 +207,8 @@ class Guard:
         allow_code: modules, folders or model names whose code the files may import or run beyond the
             installation's own (a verifier named by import path: its module or a package above it; a
             graph pack folder; a model with `trust_remote_code`); without it such a file is refused.
-        log_dir: where the decision log goes (default: the guard file's `log.dir`, ./guard-log); False: none.
+        log_dir: where the decision log goes (default: the guard file's `log.dir`; none where it names no
+            folder: a guard in Python logs only where it is told to); False: none.
         warm: run the warm-up case through every verifier now (loads models).
         overrides: guard-file keys (checks, combination, action, mode, timeout_ms, on_error, ...).
     """
@@ -214,6 +219,9 @@ class Guard:
             overrides["suite"] = str(suite)
         files = read_guard(path, allow_code, **overrides)  # every file checked, nothing imported or built yet
         self.spec, self.policy_path, self.source = files.spec, files.policy_path, files.source
+        self.chosen = files.chosen
+        if self.chosen:
+            warnings.warn(self.chosen, UserWarning, stacklevel=2)
         spec = self.spec
         self.policy, self.policy_hash = files.policy, files.policy_hash
         self.by = self.policy.by
@@ -293,6 +301,7 @@ class Guard:
         """The guard's settings, checks, thresholds and hashes (what /readyz and the docs show)."""
         return {
             "guard_hash": self.hash, "policy_hash": self.policy_hash, "policy": str(self.policy_path), "by": self.by,
+            "chosen": self.chosen,
             **self.spec.model_dump(mode="json", exclude={"policy", "suite", "log", "kind", "format", "written_by"}),
             "cascade_bounds": None if self.bounds is None else {"allow_at_or_below": self.bounds[0],
                                                                 "flag_at_or_above": self.bounds[1]},
@@ -403,6 +412,9 @@ class Guard:
                 top = max(u.score for u in scored)  # type: ignore[type-var]
                 for u in scored:
                     u.flagged = bool(top and u.score == top)
+            for u in scored:  # one threshold decides a unit: a verifier's own support cut never contradicts it
+                if u.status in SUPPORT_STATUSES:
+                    u.status = "unsupported" if u.flagged else "supported"
         r.units = units
         return r
 
@@ -487,6 +499,10 @@ class Guard:
                 if not out.strip():
                     action, out = "blocked", None
                     reason += "; strip: nothing is left once the flagged units are removed, so the answer is blocked"
+                elif not _claims_left(ran, spans):
+                    action = "blocked"
+                    reason += (f"; strip: no checkable claim is left once the flagged units are removed (what remains: "
+                               f"{out.strip()[:80]!r}), so the answer is blocked")
         if action == "blocked":
             out = None
         applied = spec.mode == "enforce" and action in ("blocked", "rewritten")
@@ -620,6 +636,14 @@ class Guard:
             for f in futures:
                 self.log.committed(f)
         return out
+
+
+def _claims_left(ran: list[CheckResult], spans: list[tuple[int, int]]) -> bool:
+    """Whether a stripped answer keeps a claim a check scored and let through: a unit with a score, not
+    flagged, that no cut touches. Greetings and sign-offs a verifier skips (no score) are no claim."""
+    return any(u.score is not None and not u.flagged and u.start is not None and u.end is not None
+               and all(u.end <= s or u.start >= e for s, e in spans)
+               for r in ran for u in r.units)
 
 
 def _own(verdicts: dict[str, Verdict], case: Case, verifier: Verifier) -> tuple[Verdict, bool, float]:

@@ -38,6 +38,7 @@ class GuardFiles:
     policy: Policy
     policy_hash: str
     entries: dict[str, tuple[str, dict[str, Any]]]  # check id -> (verifier name, options), in check order
+    chosen: str | None = None  # why the guard runs the check it runs, where nothing named the checks
 
 
 def read_guard(path: str | Path, allow_code: Iterable[str] = (), **overrides: Any) -> GuardFiles:
@@ -53,6 +54,10 @@ def read_guard(path: str | Path, allow_code: Iterable[str] = (), **overrides: An
         raise GuardError(f"{policy_path}: the policy slices by {by!r}; a guard slices by doc_type or "
                          "meta.<key>, fields a request carries")
     recorded = policy.verifiers or {}
+    chosen = None
+    if spec.checks is None and "combination" not in spec.model_fields_set and len(recorded) > 1:
+        best, chosen = best_check(policy, policy_path)
+        spec.checks = [best]
     ids = spec.checks or list(recorded)
     if spec.combination == "cascade" and len(ids) != 2:
         raise GuardError(f"{source}: combination cascade takes exactly two checks (the cheap one first); "
@@ -71,7 +76,36 @@ def read_guard(path: str | Path, allow_code: Iterable[str] = (), **overrides: An
     for vid in ids:
         _gates(policy, policy_path, vid)
     check_run(policy, policy_path, ids)
-    return GuardFiles(spec, source, policy_path, policy, policy_hash, entries)
+    return GuardFiles(spec, source, policy_path, policy, policy_hash, entries, chosen)
+
+
+def best_check(policy: Policy, policy_path: Path) -> tuple[str, str]:
+    """The check a guard runs when nothing named one and the policy records several: the best on the held-out
+    estimate the policy records (the whole set's F1 on the test split, at its threshold), with a note naming
+    it. Running them all with `any` flags whatever the weakest flags; a threshold the fit marked degenerate
+    or near-degenerate is no candidate. Refused, naming the choice, where no check has such an estimate."""
+    scored: list[tuple[float, str]] = []
+    left: list[str] = []
+    for vid in policy.verifiers or {}:
+        e = policy.thresholds.get(vid, {}).get(OVERALL)
+        f1 = None if e is None or e.test is None else e.test.f1
+        why = ("no whole-set threshold" if e is None or e.threshold is None else
+               "degenerate threshold" if e.degenerate else "near-degenerate threshold" if e.near_degenerate else
+               "no test-split F1" if f1 is None else None)
+        if why is None and f1 is not None:
+            scored.append((f1, vid))
+        else:
+            left.append(f"{vid}: {why}")
+    ids = ", ".join(policy.verifiers or {})
+    choose = ("name the check to run: `checks: [ID]` in a guard file, or Guard(..., checks=[...]); "
+              "`combination: any` with no `checks` runs every check, flagging what any of them flags")
+    if not scored:
+        raise GuardError(f"{policy_path}: the policy records {len(policy.verifiers or {})} checks ({ids}) and no "
+                         f"held-out estimate to choose one by ({'; '.join(left)}): {choose}")
+    top, best = max(scored, key=lambda x: x[0])  # ties: the first in the policy's order
+    others = "".join(f"; {vid} {f:.3f}" for f, vid in scored if vid != best) + "".join(f"; {x}" for x in left)
+    return best, (f"{policy_path.name} records {len(policy.verifiers or {})} checks; this guard runs {best}, the best "
+                  f"on the test split (F1 {top:.3f}{others}). To choose: {choose}")
 
 
 def _gates(policy: Policy, policy_path: Path, vid: str) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from verifybench.errors import VerifybenchError
 from verifybench.guard.core import Guard
 from verifybench.guard.service import MAX_BODY, TOKEN_ENV, create_app
+from verifybench.guard.spec import served_log_dir
 
 APP_NAME = "verifybench-guard"
 # The app a replica's constructor built, handed to Serve's ingress builder, which Serve calls right
@@ -39,7 +40,7 @@ class GuardReplica:
     def __init__(self, guard: str, log_dir: str | None = None, max_body: int = MAX_BODY,
                  token_env: str = TOKEN_ENV, allow_code: list[str] | None = None):
         # loads the models and checks the config hashes, or raises
-        self.guard = Guard(guard, log_dir=log_dir, allow_code=allow_code or ())
+        self.guard = Guard(guard, log_dir=served_log_dir(guard, log_dir), allow_code=allow_code or ())
         with _lock:
             _built.append(create_app(self.guard, max_body=max_body, token_env=token_env))
 
@@ -86,8 +87,9 @@ def application(guard: str | Path, log_dir: str | Path | None = None, num_replic
 
     allow = [str(a) for a in allow_code]
     read_guard(guard, allow)  # a bad file stops here, not in each replica
+    folder = served_log_dir(guard, log_dir)  # resolved here: a replica's working directory is Ray's
     return deployment(num_replicas=num_replicas, **options).bind(
-        str(Path(guard).resolve()), None if log_dir is None else str(Path(log_dir).resolve()), max_body, token_env,
+        str(Path(guard).resolve()), None if folder is False else str(Path(folder).resolve()), max_body, token_env,
         allow)
 
 

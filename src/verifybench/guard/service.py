@@ -49,6 +49,7 @@ from verifybench.guard.context_filter import (
 )
 from verifybench.guard.core import Decision, Guard
 from verifybench.guard.log import LogError, json_problem
+from verifybench.guard.spec import served_log_dir
 from verifybench.guard.telemetry import request_context
 
 TOKEN_ENV = "VERIFYBENCH_GUARD_TOKEN"
@@ -352,7 +353,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
                context_filter: ContextFilter | str | Path | None = None) -> Any:
     """The ASGI app. A guard (and a context filter) given by path is built in a background thread once the
     app starts, so /healthz answers at once and /readyz says when the models are loaded. `allow_code`:
-    see `Guard`. `context_filter`: serves POST /v1/filter (its log: `<log_dir>/filter`, else its policy's)."""
+    see `Guard`; the log goes to `log_dir`, else the guard file's `log.dir`, else ./guard-log
+    (`served_log_dir`). `context_filter`: serves POST /v1/filter (its log: `<log_dir>/filter`, else its policy's)."""
     state: dict[str, Any] = {"guard": guard if isinstance(guard, Guard) else None, "error": None,
                              "filter": context_filter if isinstance(context_filter, ContextFilter) else None}
     metrics = _Metrics(state)
@@ -360,7 +362,8 @@ def create_app(guard: Guard | str | Path, log_dir: str | Path | None = None, max
     def build() -> None:
         try:
             if state["guard"] is None:
-                state["guard"] = Guard(guard, log_dir=log_dir, allow_code=allow_code)  # type: ignore[arg-type]
+                state["guard"] = Guard(guard, log_dir=served_log_dir(guard, log_dir),  # type: ignore[arg-type]
+                                       allow_code=allow_code)
             if context_filter is not None and state["filter"] is None:
                 state["filter"] = build_filter(context_filter, log_dir, allow_code)
         except Exception as e:  # noqa: BLE001 - /readyz says why the guard could not start
@@ -574,7 +577,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     `Guard`. `context_filter`: a filter policy file, served at POST /v1/filter."""
     from verifybench.executors.threads import set_threads
     from verifybench.guard.load import read_guard
-    from verifybench.guard.spec import GuardError, read_spec
+    from verifybench.guard.spec import GuardError
 
     allow_code = list(allow_code)
 
@@ -607,7 +610,7 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     # return instead of killing the process, so the guard is closed and the stop is said.
     previous = signal.signal(signal.SIGTERM, lambda *_: None) if main else None
     if workers <= 1:
-        guard = Guard(path, log_dir=log_dir, allow_code=allow_code)
+        guard = Guard(path, log_dir=served_log_dir(path, log_dir), allow_code=allow_code)
         log = "none" if guard.log is None else str(guard.log.path)
         cf = None if context_filter is None else build_filter(context_filter, log_dir, allow_code)
         try:
@@ -625,18 +628,17 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
             _leave_stuck_checks()
         return
     read_guard(path, allow_code)  # a bad file stops the command here, not in each worker
-    spec, _ = read_spec(path)
     os.environ[ENV_PATH] = str(Path(path).resolve())
-    if log_dir is not None:
-        os.environ[ENV_LOG] = str(Path(log_dir).resolve())
+    folder = served_log_dir(path, log_dir)
+    if folder is not False:  # (false: the file says `dir: null`, which each worker reads itself)
+        os.environ[ENV_LOG] = str(Path(folder).resolve())
     os.environ[ENV_MAX_BODY] = str(max_body)
     os.environ[ENV_TOKEN_ENV] = token_env
     os.environ[ENV_ALLOW_CODE] = json.dumps(allow_code)
     os.environ[ENV_BODY_TIMEOUT] = str(body_timeout)
     if context_filter is not None:
         os.environ[ENV_FILTER] = str(Path(context_filter).resolve())
-    folder = log_dir if log_dir is not None else spec.log.dir
-    _started(host, port, workers, "none" if folder is None else f"{Path(folder).resolve()}/ (a file per worker)",
+    _started(host, port, workers, "none" if folder is False else f"{Path(folder).resolve()}/ (a file per worker)",
              token_env)
     try:
         uvicorn.run("verifybench.guard.service:app_from_env", factory=True, workers=workers, **options)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from verifybench.errors import VerifybenchError
 from verifybench.formats.base import FormatError, load_document
@@ -29,7 +29,7 @@ def is_policy(doc: Any) -> bool:
 
 
 def read_spec(path: str | Path, **overrides: Any) -> tuple[GuardSpec, Path]:
-    """A guard file, or a policy file standing alone (a guard of every verifier it records, with the
+    """A guard file, or a policy file standing alone (a guard of its best check, or of the checks given, with the
     defaults); relative paths in a guard file are relative to it. Returns the spec and the policy's path."""
     path = Path(path)
     given = {k: v for k, v in overrides.items() if v is not None}
@@ -69,6 +69,21 @@ def read_policy(path: Path) -> tuple[Policy, str]:
     return policy, hashlib.sha256(data).hexdigest()[:16]
 
 
+SERVED_LOG_DIR = "guard-log"
+
+
+def served_log_dir(path: str | Path, log_dir: str | Path | None) -> str | Path | Literal[False]:
+    """Where a served guard (`verifybench serve`, its workers, Ray Serve) logs: `log_dir` when given, else the
+    guard file's `log.dir` (false where it says null), else ./guard-log. A guard in Python logs only where it
+    is told to (`Guard(log_dir=...)` or `log.dir`): a notebook's decisions never land in the service's log."""
+    if log_dir is not None:
+        return log_dir
+    spec, _ = read_spec(path)
+    if "dir" in spec.log.model_fields_set:
+        return spec.log.dir or False
+    return SERVED_LOG_DIR
+
+
 def policy_run_dir(policy: Policy, policy_path: Path) -> Path | None:
     """The run directory a policy was fitted on (`run`, written relative to the policy's folder), or None
     when it names none."""
@@ -78,4 +93,4 @@ def policy_run_dir(policy: Policy, policy_path: Path) -> Path | None:
 
 
 __all__ = ["CascadeSpec", "GuardError", "GuardSpec", "LogSpec", "TelemetrySpec", "is_policy", "policy_run_dir",
-           "read_policy", "read_spec"]
+           "read_policy", "read_spec", "served_log_dir"]
