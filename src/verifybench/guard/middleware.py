@@ -160,16 +160,22 @@ class GuardMiddleware:
             if len(body) > self.contract.max_request_body:
                 await _respond(send, 413, {"error": f"request body above {self.contract.max_request_body} bytes"})
                 return
-        replayed = False
+        await _Exchange(self, scope, _json_body(scope, body), send).run(replaying(body, receive))
 
-        async def replay() -> dict:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        await _Exchange(self, scope, _json_body(scope, body), send).run(replay)
+def replaying(body: bytes, receive: Any) -> Any:
+    """An ASGI `receive` that gives the app the body already read, once, then the server's messages (a
+    disconnect): for a layer that reads the whole request before the app does."""
+    sent = False
+
+    async def replay() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _json_body(scope: dict, body: bytes) -> Any:

@@ -49,6 +49,7 @@ from verifybench.guard.context_filter import (
 )
 from verifybench.guard.core import Decision, Guard
 from verifybench.guard.log import LogError, json_problem
+from verifybench.guard.middleware import replaying
 from verifybench.guard.spec import served_log_dir
 from verifybench.guard.telemetry import request_context
 
@@ -264,17 +265,7 @@ class _Gate:
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
-        body = b"".join(chunks)
-        sent = False
-
-        async def replay() -> dict:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     async def _too_large(self, scope: dict, send: Any) -> None:
         await self._refuse(scope, send, 413, {"error": f"request body too large: at most {self.max_body} bytes",
