@@ -31,6 +31,8 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
         out = {k: m.get(k) for k in keys}
         if "ci" in m:
             out["ci95"] = m["ci"]
+        if m.get("estimate"):
+            out["estimate"] = m["estimate"]
         return out
 
     configs = {v["id"]: v for v in manifest.get("verifiers", [])}
@@ -45,6 +47,8 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
             if t["value"] is not None:
                 row["native"] = native_threshold(config, t["value"])
             row["fallback_from"] = t.get("fallback_from")
+            if t.get("weight") is not None and t.get("kind") == "pooled":
+                row["weight"] = t["weight"]
             if t.get("interval"):
                 row["interval95"] = [t["interval"]["low"], t["interval"]["high"]]
             if t.get("degenerate"):

@@ -43,7 +43,7 @@ class Threshold(_Part):
 
     value: float | None = Field(description="flag when score >= value; null: none (too few cases, or a "
                                 "null in a policy)")
-    kind: str | None = Field(description="fitted / fallback / given")
+    kind: str | None = Field(description="fitted / pooled / fallback / given")
     source: str | None = Field(description="in words: fitted on what, fallen back to what, given by what")
     warning: str | None = Field(None, description="why it is null or fell back, and what to do")
     target: str = _n("what it was fitted for (max balanced accuracy, precision >= 0.9, ...)")
@@ -52,6 +52,8 @@ class Threshold(_Part):
     interval: Interval | None = Field(None, description="95% bootstrap interval of the fitted threshold")
     fallback_from: str | None = Field(None, description="the slice whose threshold this one fell back to")
     own_fit: OwnFit | None = Field(None, description="what a threshold of its own would be (a fallback slice)")
+    weight: float | None = Field(None, description="pooled (cross-fitted runs): the slice's own cases' share of "
+                                 "its fit, n / (n + prior); the whole set's cases carry the rest")
 
 
 class Confusion(_Part):
@@ -81,8 +83,12 @@ class OperatingPoint(Rates):
     n_scored: int = _n("of them, scored (not error verdicts)")
     confusion: Confusion = _n("the scored cases by label and flag")
     errors_as_wrong: Rates = Field(description="the same with error verdicts counted as wrong")
-    ci: dict[str, list[float | None]] | None = Field(None, description="95% bootstrap intervals (test split)")
+    ci: dict[str, list[float | None]] | None = Field(None, description="95% intervals (test split, or the "
+                                                       "cross-fitted estimate's)")
     tuned: bool | None = Field(None, description="true on the calibration split: the threshold was fitted there")
+    estimate: str | None = Field(None, description="how it was estimated when not on a test split the fit never "
+                                 "saw: cross-fitted (each fold decided by a threshold fitted on the others), or all "
+                                 "labeled cases of a given threshold")
 
 
 class FlagAll(Rates):
@@ -210,6 +216,9 @@ class Metrics(Stored):
     by: str = _n("the slice field")
     target: str = _n("what the thresholds were fitted for")
     min_per_class: int = _n("calibration cases of each class a slice needs for its own threshold")
+    estimate: str = Field("split", description="split (fitted on the calibration split, measured on the test split) "
+                          "or crossfit (fitted on every labeled case, measured out of fold)")
+    estimate_why: str | None = Field(None, description="why that one (metrics.estimate, or the number of labeled cases)")
     bootstrap: int = _n("bootstrap resamples of every interval")
     n_cases: int = _n("cases in the run")
     split: dict[str, int] = _n("split -> labeled cases")

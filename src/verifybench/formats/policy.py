@@ -48,6 +48,8 @@ class SplitPoint(_Part):
     accuracy: float | None = Field(None, description="cases decided right")
     ci95: dict[str, list[float | None]] | None = omitted(description="metric -> its 95% bootstrap interval "
                                                          "[low, high] (the test split)")
+    estimate: str | None = omitted(description="how it was estimated when not on a test split: cross-fitted, or "
+                                   "all labeled cases of a given threshold")
 
 
 class PolicyFlagAll(_Part):
@@ -64,11 +66,13 @@ class PolicyEntry(_Part):
 
     threshold: float | None = Field(None, description="flag when score >= threshold; null: no threshold here (the "
                                     "fit found none): not gated at a threshold, nothing refitted in its place")
-    source: str | None = omitted(description="fitted, fallback (the whole set's, for a slice too small to fit "
-                                 "its own) or given")
+    source: str | None = omitted(description="fitted, pooled (a slice's cases with the whole set's), "
+                                 "fallback (the whole set's, for a slice too small to fit its own) or given")
     native: str | None = omitted(description="the same rule on the detector's own scale, e.g. `rouge1 "
                                  "precision <= 0.7`")
     fallback_from: str | None = omitted(description="the slice whose threshold this one fell back to")
+    weight: float | None = omitted(description="a pooled slice threshold: its own cases' share of the fit, "
+                                   "n / (n + prior), the whole set's cases the rest")
     interval95: list[float] | None = omitted(description="95% bootstrap interval [low, high] of the fitted "
                                              "threshold")
     degenerate: str | None = omitted(description="why the threshold is no better than flagging everything "
@@ -77,7 +81,8 @@ class PolicyEntry(_Part):
     warning: str | None = omitted(description="what to know before using it (why it is null, why it fell back)")
     calibration: SplitPoint | None = omitted(alias="calibration_split (tuned)", description="the calibration "
                                              "split, where the threshold was fitted")
-    test: SplitPoint | None = omitted(alias="test_split", description="the test split, never seen by the fit")
+    test: SplitPoint | None = omitted(alias="test_split", description="the test split, never seen by the fit "
+                                       "(or, cross-fitted, the out-of-fold estimate: see its `estimate`)")
     flag_all: PolicyFlagAll | None = omitted(alias="flag_all (test split)", description="flagging every test "
                                             "case, for comparison")
 

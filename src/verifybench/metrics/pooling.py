@@ -65,3 +65,36 @@ def pooled_thresholds(y_true: ArrayLike, y_score: ArrayLike, slices: Iterable[An
             p.update(threshold=out["whole"], weight=0.0, source="whole set (the slice alone fits none)")
         out["slices"][str(name)] = p
     return out
+
+
+def crossfit_pooled(y_true: ArrayLike, y_score: ArrayLike, slices: ArrayLike, fold: ArrayLike,
+                    target: Target | str | None = None, prior: float = PRIOR) -> dict[int, dict[str, Any]]:
+    """Each slice's partially pooled threshold (fitted on all cases) and the out-of-fold confusion counts
+    of pooled thresholds: fold j's cases of a slice are decided by the threshold pooled from the other
+    folds (the slice's cases there, and all cases there as the prior), so no case is counted by a threshold
+    fitted on it. `slices` are integer codes, `fold` a fold number per case (`crossfit.folds`).
+
+    Returns, per slice code present: `threshold`, `weight` (n / (n + prior)), `n`, `confusion`
+    ({tp, fp, fn, tn}; a fold whose pooled fit gives no threshold flags none of its cases) and
+    `folds_without_threshold`."""
+    y, s = np.asarray(y_true, bool), np.asarray(y_score, float)
+    sl, fo = np.asarray(slices), np.asarray(fold)
+    out: dict[int, dict[str, Any]] = {}
+    for code in np.unique(sl):
+        mine = sl == code
+        p = pooled_threshold(y[mine], s[mine], y, s, target, prior)
+        counts = np.zeros(4, np.int64)
+        missing = 0
+        for j in np.unique(fo[mine]):
+            train = fo != j
+            thr = pooled_threshold(y[mine & train], s[mine & train], y[train], s[train], target, prior)["threshold"]
+            out_j = mine & ~train
+            flag = s[out_j] >= thr if thr is not None else np.zeros(int(out_j.sum()), bool)
+            missing += thr is None
+            t = y[out_j]
+            tp, fp = int((flag & t).sum()), int((flag & ~t).sum())
+            counts += [tp, fp, int(t.sum()) - tp, int((~t).sum()) - fp]
+        out[int(code)] = {"threshold": p["threshold"], "weight": p["weight"], "n": p["n"], "prior": prior,
+                          "confusion": dict(zip(("tp", "fp", "fn", "tn"), (int(c) for c in counts))),
+                          "folds_without_threshold": missing}
+    return out

@@ -4,7 +4,8 @@
 metrics:
   by: doc_type                 # the slice field: doc_type, dataset, split or meta.<key>
   target: balanced_accuracy    # the default; or youden, f1, fbeta=B, f1_min_specificity=S, precision=P, recall=R
-  min_per_class: 30            # calibration cases of each class a slice needs for its own threshold
+  min_per_class: 30            # calibration cases of each class a slice needs for its own threshold (split)
+  estimate: auto               # crossfit below 300 labeled cases with a drawn split, else split; or either
   bootstrap: 1000              # resamples behind every interval and the gate's paired test
   seed: 0                      # of the bootstrap and of the calibration/test split
   test_fraction: 0.5           # share of cases on the test side of a drawn split
@@ -16,7 +17,7 @@ metrics:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -47,6 +48,7 @@ class MetricsBlock(BaseModel):
     by: str = "doc_type"
     target: str | dict[str, float] | None = None
     min_per_class: int = Field(30, ge=1)
+    estimate: Literal["auto", "split", "crossfit"] = "auto"
     bootstrap: int = Field(N_BOOT, ge=1)
     seed: int = 0
     test_fraction: float = Field(0.5, ge=0, le=1)
@@ -102,6 +104,10 @@ class Settings:
     by: str = "doc_type"
     target: Target = field(default_factory=default_target)
     min_per_class: int = 30
+    # How thresholds are fitted and their numbers estimated: "split" (fitted on the calibration split,
+    # measured on the test split), "crossfit" (fitted on every labeled case, measured out of fold; slices
+    # pooled toward the whole set) or "auto" (crossfit below SPLIT_FROM labeled cases with a drawn split).
+    estimate: str = "auto"
     n_boot: int = N_BOOT
     seed: int = 0
     test_fraction: float = 0.5
@@ -124,6 +130,7 @@ class Settings:
             by=t.by or b.by,
             target=parse_target(t.target if t.target is not None else b.target),
             min_per_class=t.min_per_class or b.min_per_class,
+            estimate=b.estimate,
             n_boot=b.bootstrap,
             seed=b.seed,
             test_fraction=b.test_fraction,

@@ -1,5 +1,11 @@
-"""Per verifier and slice: ranking quality with intervals, a threshold fitted on the calibration split
-and its operating point on the test split, latency, cost, errors, calibration and shortcut cues.
+"""Per verifier and slice: ranking quality with intervals, a threshold and its operating point with an
+interval, latency, cost, errors, calibration and shortcut cues.
+
+Thresholds come one of two ways (`Settings.estimate`, resolved by `estimate_mode`): fitted on the
+calibration split and measured on the test split ("split", the default from SPLIT_FROM labeled cases),
+or fitted on every labeled case and measured by cross-fitting ("crossfit", the default below it): the
+whole set's threshold through `metrics.crossfit`, each slice's pooled toward it (`metrics.pooling`), so
+a hundred labeled cases give a threshold and an honest estimate where a split would give neither.
 
 Inputs are the run directory's case index and verdicts; `evaluate` works on one pandas frame (one row
 per verifier x case) so the same code serves a 150-case demo and a million-case benchmark. The output is
@@ -10,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,8 +25,11 @@ import pandas as pd
 from verifybench.errors import SuiteError
 from verifybench.metrics.bootstrap import counts_intervals, rank_intervals
 from verifybench.metrics.calibration import brier, expected_calibration_error, reliability
+from verifybench.metrics.crossfit import K_FOLDS, SPLIT_FROM, counts_posterior, crossfit, folds
+from verifybench.metrics.crossfit import MIN_PER_CLASS as CROSSFIT_MIN_PER_CLASS
 from verifybench.metrics.curves import confusion_at, rates, sorted_curve
 from verifybench.metrics.operating import cost_per_1k, latency_kind_codes, latency_summary, pareto_front
+from verifybench.metrics.pooling import crossfit_pooled
 from verifybench.metrics.repeats import flip_summary, repeat_matrix
 from verifybench.metrics.settings import GATE_MIN_CASES, OVERALL, SLICE_FIELDS, Settings
 from verifybench.metrics.shortcuts import CUES, shortcut_report
@@ -37,6 +46,22 @@ from verifybench.tables import case_table, positions, slice_value, verdict_table
 
 CURVE_POINTS = 400  # per-threshold rows embedded for plots and the report's slider
 SHORTCUT_MIN_PER_CLASS = 20  # the shortcut test needs this many cases of each class in a group
+CROSSFIT_ALPHA = 0.05  # cross-fitted intervals are 95% ones, as the test split's are
+
+
+def estimate_mode(estimate: str, n_labeled: int, split_from: str) -> tuple[str, str]:
+    """("split" or "crossfit", why) for a run with `n_labeled` labeled cases: a suite's explicit choice, the
+    data's own split field, or, with a drawn split, cross-fitting below SPLIT_FROM labeled cases (there a
+    split leaves too few on each side: no threshold from 100 cases, and a test estimate from 50)."""
+    if estimate in ("split", "crossfit"):
+        return estimate, f"metrics.estimate: {estimate}"
+    if split_from == "field":
+        return "split", "the data's own split field"
+    if n_labeled < SPLIT_FROM:
+        return "crossfit", (f"{n_labeled} labeled cases, fewer than {SPLIT_FROM}: fitted on all of them, estimated "
+                            f"by {K_FOLDS}-fold cross-fitting (metrics.estimate: split to split them instead)")
+    return "split", (f"{n_labeled} labeled cases, {SPLIT_FROM} or more: fitted on the calibration split, measured "
+                     "on the test split (metrics.estimate: crossfit to cross-fit instead)")
 
 
 def _clean(x: Any) -> Any:
@@ -274,7 +299,8 @@ def _labels_and_needs(r: Rows, mask: np.ndarray, s: Settings, split_from: str) -
     cal = mask & r.cal
     labels = {"calibration": count(cal), "test": count(mask & r.test)}
     cal_scored = count(cal & r.ok)
-    share_cal = 1.0 if split_from == "field" else 1 - s.test_fraction
+    # Cross-fitted, every new labeled case counts toward the threshold (the calibration side is all of them).
+    share_cal = 1.0 if split_from == "field" or s.estimate == "crossfit" else 1 - s.test_fraction
     share_test = 1.0 if split_from == "field" else s.test_fraction
     test_n = sum(labels["test"].values())
     needs = {
@@ -348,10 +374,12 @@ def _lower_minimum_cost(own: dict[str, Any] | None, most: int, key: str) -> str:
 
 
 def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
-               parent: dict[str, Any] | None) -> dict[str, Any]:
+               parent: dict[str, Any] | None, xfit: dict[str, Any] | None = None) -> dict[str, Any]:
     """The slice's threshold and where it came from: given (a policy or `metrics.fixed`), fitted on the
     slice's calibration split, or, for a slice too small to fit its own, its parent slice's threshold
-    (`fallback`, labelled so)."""
+    (`fallback`, labelled so). Cross-fitted (`s.estimate == "crossfit"`), `xfit` holds the fit: the
+    whole set's (`crossfit`) or the slice's pooled one (`crossfit_pooled`); a slice without one (no
+    scored labeled case) falls back to the whole set's."""
     cal_ok = mask & r.cal & r.ok
     given = (s.policy or {}).get(verifier, {})
     t: dict[str, Any] = {"value": None, "kind": None, "source": None, "warning": None, "target": str(s.target),
@@ -372,6 +400,8 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
     elif verifier in s.binary:
         # A 0/1 decision is its own threshold: fitting one could only pick "flag everything".
         t.update(value=1.0, kind="given", source="the verifier's own 0/1 decision (binary)")
+    elif s.estimate == "crossfit":
+        _crossfit_threshold(t, r, mask, s, key, parent, xfit)
     else:
         n_pos, n_neg = int(r.label[cal_ok].sum()), int((~r.label[cal_ok]).sum())
         if min(n_pos, n_neg) < s.min_per_class:
@@ -404,15 +434,91 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
     return t
 
 
+def _crossfit_threshold(t: dict[str, Any], r: Rows, mask: np.ndarray, s: Settings, key: str,
+                        parent: dict[str, Any] | None, xfit: dict[str, Any] | None) -> None:
+    """Fill `t` from a cross-fitted fit (see `_threshold`)."""
+    if key == OVERALL:
+        if xfit is None or xfit.get("estimate_withheld") or xfit["threshold"] is None:
+            why = (xfit or {}).get("estimate_withheld") or f"no threshold reaches {s.target} on the labeled cases"
+            n_pos, n_neg = (xfit or {}).get("n_pos", 0), (xfit or {}).get("n_neg", 0)
+            t["warning"] = (f"too few cases to fit a threshold: {why}" if (xfit or {}).get("estimate_withheld")
+                            or min(n_pos, n_neg) == 0 else why)
+            return
+        t.update(value=float(xfit["threshold"]), kind="fitted",
+                 source=f"fitted on all {xfit['n']} scored labeled cases ({s.target}), estimated by "
+                        f"{xfit['k']}-fold cross-fitting")
+        lab = mask & r.ok
+        t["interval"] = threshold_interval(r.label[lab], r.score[lab], s.target, s.n_boot, s.seed)
+        return
+    if parent is None or parent.get("value") is None:
+        t["warning"] = f"no threshold: the {OVERALL!r} set has none to pool toward ({(parent or {}).get('warning')})"
+        return
+    if xfit is None or xfit["threshold"] is None:
+        t.update(value=parent["value"], kind="fallback", fallback_from=OVERALL,
+                 source=f"fallback: the {OVERALL!r} threshold (no scored labeled case of its own)", weight=0.0)
+        return
+    t.update(value=float(xfit["threshold"]), kind="pooled", weight=float(xfit["weight"]),
+             source=(f"pooled: its {xfit['n']} scored labeled cases at weight {xfit['weight']:.2f}, the whole "
+                     f"set's for the rest (as {xfit['prior']:g} cases)"))
+
+
+def _crossfit_point(r: Rows, mask: np.ndarray, c: dict[str, int], ci: dict[str, list[float]], how: str) -> dict[str, Any]:
+    """An operating point from out-of-fold counts `c` (the scored cases of `mask`), shaped as the test
+    split's, with error verdicts counted as wrong as there."""
+    err = mask & ~r.ok
+    e_pos = int((r.label & err).sum())
+    return {"n": int(mask.sum()), "n_scored": int((mask & r.ok).sum()), **rates(**c), "confusion": c,
+            "errors_as_wrong": rates(c["tp"], c["fp"] + int(err.sum()) - e_pos, c["fn"] + e_pos, c["tn"]),
+            "ci": ci, "estimate": how}
+
+
+def _crossfit_fits(r: Rows, s: Settings) -> dict[Any, dict[str, Any]]:
+    """One verifier's cross-fitted fits: OVERALL -> `crossfit` of its scored labeled cases (folds
+    stratified by label and slice), slice code -> `crossfit_pooled` over the same folds."""
+    lab = r.labeled & r.ok
+    y, sc, sl = r.label[lab], r.score[lab], r.slice[lab]
+    whole = crossfit(y, sc, s.target, seed=s.seed, strata=sl, alpha=CROSSFIT_ALPHA, n_boot=s.n_boot)
+    out: dict[Any, dict[str, Any]] = {OVERALL: whole}
+    if whole["threshold"] is not None and not whole.get("estimate_withheld"):
+        fold = folds(y, whole["k"], s.seed, None, sl)  # crossfit's own folds: same cases, order and seed
+        out.update(crossfit_pooled(y, sc, sl, fold, s.target))
+    return out
+
+
+def _crossfit_operating(out: dict[str, Any], r: Rows, mask: np.ndarray, s: Settings, t: dict[str, Any],
+                        xfit: dict[str, Any] | None) -> None:
+    """A cross-fitted slice's numbers at its threshold `t`: `test` is the out-of-fold estimate (all
+    labeled cases of a given threshold, which nothing was fitted on), `calibration_split` the cases it
+    was fitted on, in sample."""
+    thr = t["value"]
+    if t["kind"] == "given":
+        out["test"] = {**_operating_point(r, mask, thr, s, with_ci=True),
+                       "estimate": f"all {int(mask.sum())} labeled cases (the threshold was given, not fitted)"}
+        return
+    out["calibration_split"] = {**_operating_point(r, mask, thr, s, with_ci=False), "tuned": True}
+    if t["kind"] == "fitted" and xfit is not None:
+        out["test"] = _crossfit_point(r, mask, xfit["confusion"], xfit["ci"],
+                                      f"cross-fitted: each of {xfit['k']} folds decided by a threshold fitted on "
+                                      f"the other {xfit['k'] - 1} ({xfit['n']} scored labeled cases)")
+    elif t["kind"] == "pooled" and xfit is not None:
+        c = xfit["confusion"]
+        ci = counts_posterior(c["tp"], c["fp"], c["fn"], c["tn"], alpha=CROSSFIT_ALPHA, seed=s.seed)
+        out["test"] = _crossfit_point(r, mask, c, ci,
+                                      f"cross-fitted with pooling: each fold decided by a threshold pooled from the "
+                                      f"other folds ({xfit['n']} scored labeled cases; the interval is the counts' "
+                                      "alone, without the threshold's own noise)")
+
+
 def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
                   probabilistic: bool = False, parent: dict[str, Any] | None = None,
-                  split_from: str = "seeded") -> dict[str, Any]:
+                  split_from: str = "seeded", xfit: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything about one verifier on one slice of cases (`mask` over the verifier's rows).
 
     Args:
         parent: the threshold entry of the slice above (the whole set), used when this slice is too
             small for its own.
         split_from: "field" or "seeded" (see `frame`), for how many more cases a team should label.
+        xfit: the slice's cross-fitted fit (see `_threshold`), when `s.estimate` is "crossfit".
 
     Latency and cost count every case of the slice; everything else, the labeled ones only (the
     unlabeled are counted apart, in `unlabeled`).
@@ -441,7 +547,7 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     out["cost_per_1k"] = cost_per_1k(r.cost[everyone])
 
     cal_mask, test_mask = mask & r.cal, mask & r.test
-    threshold_entry = _threshold(r, mask, s, verifier, key, parent)
+    threshold_entry = _threshold(r, mask, s, verifier, key, parent, xfit)
     threshold = threshold_entry["value"]
     out["threshold"] = threshold_entry
     out["curve"] = _curve_table(curve, threshold)
@@ -459,7 +565,9 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
         n_pos = int(r.label[test_mask].sum())
         out["flag_all"] = {"split": "test", "n": int(test_mask.sum()),
                            **rates(n_pos, int(test_mask.sum()) - n_pos, 0, 0)}
-    if threshold is not None:
+    if threshold is not None and s.estimate == "crossfit":
+        _crossfit_operating(out, r, mask, s, threshold_entry, xfit)
+    elif threshold is not None:
         out["calibration_split"] = {**_operating_point(r, cal_mask, threshold, s, with_ci=False), "tuned": True}
         out["test"] = _operating_point(r, test_mask, threshold, s, with_ci=True)
     if probabilistic and len(y):
@@ -469,14 +577,30 @@ def slice_metrics(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: st
     return out
 
 
-def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[str, Any]:
-    """Metrics for every verifier in `df` (one row per verifier x case), over all cases and per slice."""
+def _resolved(s: Settings, roles: pd.Series, df: pd.DataFrame) -> tuple[Settings, str]:
+    """`s` with its estimate resolved for this frame (`estimate_mode`; `roles`: cases per role), and why.
+    Cross-fitted, a threshold needs CROSSFIT_MIN_PER_CLASS scored labeled cases of each class in all."""
+    n_labeled = int(sum(int(n) for r, n in roles.items() if r != UNLABELED))
+    mode, why = estimate_mode(s.estimate, n_labeled, df.attrs.get("split_from", "seeded"))
+    return replace(s, estimate=mode, **({"min_per_class": CROSSFIT_MIN_PER_CLASS} if mode == "crossfit" else {})), why
+
+
+def _case_roles(df: pd.DataFrame) -> pd.Series:
+    """Cases per role (calibration, test, unlabeled), each case counted once."""
     key = df["case_row"] if "case_row" in df else df["case_id"]
     first = ~key.duplicated().to_numpy()
-    roles = pd.Series(np.asarray(df["role"].to_numpy()[first], dtype=object)).value_counts()
+    return pd.Series(np.asarray(df["role"].to_numpy()[first], dtype=object)).value_counts()
+
+
+def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[str, Any]:
+    """Metrics for every verifier in `df` (one row per verifier x case), over all cases and per slice."""
+    roles = _case_roles(df)
+    s, why = _resolved(s, roles, df)
+    mode = s.estimate
     out: dict[str, Any] = {
         "by": s.by, "target": str(s.target), "min_per_class": s.min_per_class, "bootstrap": s.n_boot,
-        "n_cases": n_cases if n_cases is not None else int(first.sum()),
+        "estimate": mode, "estimate_why": why,
+        "n_cases": n_cases if n_cases is not None else int(roles.sum()),
         "split": {str(r): int(n) for r, n in roles.items() if r != UNLABELED},
         "unlabeled": int(roles.get(UNLABELED, 0)),
         "split_from": df.attrs.get("split_from", "seeded"),
@@ -500,14 +624,18 @@ def evaluate(df: pd.DataFrame, s: Settings, n_cases: int | None = None) -> dict[
     for code, vid in enumerate(names):
         rows = np.flatnonzero(codes == code)
         r = Rows.from_frame(df, rows)
+        fits: dict[Any, dict[str, Any]] = {}
+        if mode == "crossfit":
+            r = replace(r, cal=r.labeled)  # every labeled case fits the threshold
+            fits = _crossfit_fits(r, s)
         prob = vid in s.probabilistic
         everything = np.ones(len(r.label), bool)
         split_from = out["split_from"]
-        overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from)
+        overall = slice_metrics(r, everything, s, vid, OVERALL, prob, split_from=split_from, xfit=fits.get(OVERALL))
         entry: dict[str, Any] = {"probabilistic": prob, "binary": vid in s.binary, "overall": overall, "slices": {}}
         for i, key in enumerate(r.slices):
             entry["slices"][key] = slice_metrics(r, r.slice == i, s, vid, key, prob, parent=overall["threshold"],
-                                                 split_from=split_from)
+                                                 split_from=split_from, xfit=fits.get(i))
         if s.breakdown:
             entry["breakdown"] = breakdown(part(rows, ["role", "label", "score", *(f"bd:{f}" for f in s.breakdown)]),
                                            entry["overall"]["threshold"]["value"], s.breakdown)
@@ -528,13 +656,18 @@ def fitted_thresholds(df: pd.DataFrame, s: Settings) -> dict[str, dict[str, floa
     """verifier -> slice (and OVERALL) -> the threshold value `evaluate` would give under `s`, without the
     rest of the metrics: what the gate shows a refit on the run would choose."""
     out: dict[str, dict[str, float | None]] = {}
+    s, _ = _resolved(s, _case_roles(df), df)
     codes, names = pd.factorize(df["verifier"])
     for code, vid in enumerate(names):
         r = Rows.from_frame(df, np.flatnonzero(codes == code))
-        overall = _threshold(r, r.labeled, s, vid, OVERALL, None)  # as slice_metrics masks: labeled cases
+        fits: dict[Any, dict[str, Any]] = {}
+        if s.estimate == "crossfit":
+            r = replace(r, cal=r.labeled)
+            fits = _crossfit_fits(r, s)
+        overall = _threshold(r, r.labeled, s, vid, OVERALL, None, fits.get(OVERALL))  # labeled, as slice_metrics
         out[str(vid)] = {OVERALL: overall["value"]}
         for i, key in enumerate(r.slices):
-            out[str(vid)][key] = _threshold(r, (r.slice == i) & r.labeled, s, vid, key, overall)["value"]
+            out[str(vid)][key] = _threshold(r, (r.slice == i) & r.labeled, s, vid, key, overall, fits.get(i))["value"]
     return out
 
 
