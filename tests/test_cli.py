@@ -156,12 +156,35 @@ def test_describe_says_how_many_cases_each_slice_needs(tmp_path):
 
 
 def test_describe_counts_what_a_seeded_split_needs_in_all(tmp_path):
-    """No split field: half the cases go to test, so 30 calibrated of a class means about 60 labeled."""
+    """No split field, `estimate: split`: half the cases go to test, so 30 calibrated of a class means about
+    60 labeled."""
+    import yaml
+
     suite = _labeled(tmp_path, {"tiny": (4, 0)})
+    raw = yaml.safe_load(suite.read_text())
+    suite.write_text(yaml.safe_dump({**raw, "metrics": {"estimate": "split"}}))
     row = json.loads(runner.invoke(app, ["describe", str(suite), "--json"]).stdout)["slices"]["rows"]["tiny"]
     assert row["calibration"]["faithful"] == 0 and row["more_for_threshold"]["faithful"] == 60
     assert row["more_for_threshold"]["hallucinated"] == 2 * (30 - row["calibration"]["hallucinated"])
     assert row["more_for_gate"] == 2 * (30 - row["test"]["hallucinated"])
+
+
+def test_describe_counts_what_cross_fitting_needs(tmp_path):
+    """The default below 300 labeled cases: 10 of each class labeled in all for the whole set's threshold,
+    and every slice gets one (pooled) once the whole set has one."""
+    suite = _labeled(tmp_path, {"tiny": (4, 0), "big": (20, 20)})
+    sl = json.loads(runner.invoke(app, ["describe", str(suite), "--json"]).stdout)["slices"]
+    assert sl["min_per_class"] == 10 and sl["split"].startswith("cross-fitted")
+    assert sl["rows"]["all"]["threshold"] and sl["rows"]["tiny"]["threshold"]
+    assert sl["rows"]["tiny"]["more_for_threshold"] == {"hallucinated": 0, "faithful": 0}
+    text = " ".join(runner.invoke(app, ["describe", str(suite)]).stdout.split())
+    assert "10 of each class labeled in all (cross-fitted; slices pooled)" in text
+
+
+def test_describe_says_what_a_few_cases_lack_for_cross_fitting(tmp_path):
+    suite = _labeled(tmp_path, {"tiny": (4, 0)})
+    row = json.loads(runner.invoke(app, ["describe", str(suite), "--json"]).stdout)["slices"]["rows"]["all"]
+    assert not row["threshold"] and row["more_for_threshold"] == {"hallucinated": 6, "faithful": 10}
 
 
 def test_describe_tables_take_any_doc_type(tmp_path):

@@ -431,6 +431,7 @@ verifiers:
 metrics:
   by: doc_type
   min_per_class: 5
+  estimate: split
 """)
     assert data.exists()
     first = run(suite, tmp / "team-1")

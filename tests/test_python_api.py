@@ -471,16 +471,21 @@ def test_resume_with_verifier_objects_by_id(small, tmp_path):
 
 
 def test_a_60_case_team_without_enough_labels_is_told_how_to_get_a_threshold(tmp_path):
-    """60 cases under the default minimum (30 of each class on the calibration split): no threshold, and
-    the warning says what to do about it; with `min_per_class` lowered the same cases get one."""
+    """60 cases split under the split's minimum (30 of each class on the calibration split): no threshold,
+    and the warning says what to do about it; with `min_per_class` lowered the same cases get one, and by
+    default (cross-fitted below 300 labeled cases) they get one too."""
     rows = [{"id": f"t{i}", "response": "The plan costs $29." if i % 2 == 0 else "The plan costs $49.",
              "sources": ["The Pro plan costs $29 per month."], "label": i % 2} for i in range(60)]
-    run = verifybench.run(cases=rows, verifiers=["rouge"], out=tmp_path / "default")
+    default = verifybench.run(cases=rows, verifiers=["rouge"], out=tmp_path / "default")
+    t = default.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]
+    assert t["value"] is not None and t["kind"] == "fitted" and "cross-fitting" in t["source"]
+    run = verifybench.run(cases=rows, verifiers=["rouge"], metrics={"estimate": "split"}, out=tmp_path / "split")
     t = run.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]
     # the warning names the minimum that would fit one, and what it costs (the threshold's interval)
     assert t["value"] is None and "with `--min-per-class 15` (metrics: {min_per_class: 15})" in t["warning"]
     assert "95% interval" in t["warning"] and "what a lower minimum costs" in t["warning"]
-    lowered = verifybench.run(cases=rows, verifiers=["rouge"], metrics={"min_per_class": 10}, out=tmp_path / "ten")
+    lowered = verifybench.run(cases=rows, verifiers=["rouge"], metrics={"min_per_class": 10, "estimate": "split"},
+                              out=tmp_path / "ten")
     assert lowered.metrics_json["verifiers"]["rouge"]["overall"]["threshold"]["value"] is not None
     # The operating-points plot (test F1 against latency) only where some verifier has a test F1.
     assert 'alt="operating points' not in Path(run.report_path).read_text(encoding="utf-8")

@@ -170,6 +170,13 @@ def _summary_title(metrics: dict, rows: list) -> str:
     split = metrics.get("split") or {}
     n_test = split.get("test", max((r["test_cases"] or 0 for r in rows), default=0))
     head = "verifiers: AUROC over all scored cases; "
+    if metrics.get("estimate") == "crossfit":
+        n = sum(split.values())
+        if any(r["threshold"] is not None for r in rows):
+            return head + (f"threshold fitted on all {n} labeled cases; precision / recall / F1 cross-fitted (each "
+                           "fold decided by a threshold fitted on the others)")
+        return head + (f"no threshold ({metrics.get('min_per_class')} scored labeled cases of each class needed for "
+                       f"cross-fitting; {n} labeled cases; see the notes)")
     if any(r["threshold"] is not None for r in rows):
         return head + f"precision / recall / F1 on the test split ({n_test} labeled cases) at the threshold"
     return head + (f"no threshold ({metrics.get('min_per_class')} scored cases of each class needed in the "
@@ -191,7 +198,8 @@ def _print_summary(run: api.Run) -> None:
     table.add_column("verifier")
     table.add_column("AUROC, all cases [95% CI]", no_wrap=True)
     table.add_column("threshold (source)")
-    for head in ("P / R / F1, test split", "p50 / p95 ms", "errors"):
+    held_out = "cross-fitted" if run.metrics_json.get("estimate") == "crossfit" else "test split"
+    for head in (f"P / R / F1, {held_out}", "p50 / p95 ms", "errors"):
         table.add_column(head, no_wrap=True, justify="right")
     notes: list[str] = []
     for r in rows:
@@ -294,8 +302,10 @@ def _print_needs(sl: SliceNeeds) -> None:
         return
     table = Table(sl["by"], "labeled h / f", "calib. h / f", "test h / f", "threshold", "gate",
                   title=f"labeled cases per slice (split: {sl['split']})",
-                  caption=f"h / f: hallucinated / faithful. threshold: {sl['min_per_class']} of each class on the "
-                          f"calibration split; gate: {sl['min_cases']} test cases; +N: labeled cases to add")
+                  caption=f"h / f: hallucinated / faithful. threshold: {sl['min_per_class']} of each class "
+                          + ("labeled in all (cross-fitted; slices pooled)" if sl["split"].startswith("cross")
+                             else "on the calibration split")
+                          + f"; gate: {sl['min_cases']} test cases; +N: labeled cases to add")
     for key, r in sl["rows"].items():
         more_t, more_g = r["more_for_threshold"], r["more_for_gate"]
         threshold = "yes" if r["threshold"] else ", ".join(f"+{n} {cls[0]}" for cls, n in more_t.items() if n)
@@ -304,7 +314,7 @@ def _print_needs(sl: SliceNeeds) -> None:
                       f"{r['calibration']['hallucinated']} / {r['calibration']['faithful']}",
                       f"{r['test']['hallucinated']} / {r['test']['faithful']}", Text(threshold, no_wrap=True), Text(gate))
     console.print(table)
-    if not sl["split"].startswith("from"):
+    if sl["split"].startswith("seeded"):
         console.print(Text("Cases to add are counted in all: the seeded split sends part of them to the test side."),
                       highlight=False)
 
@@ -331,16 +341,26 @@ def thresholds(
         "--min-per-class", help="calibration cases of each class a slice needs for its own threshold (default "
                                 "30; lower: a noisier threshold, see its interval)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="write the policy YAML here")] = None,
+    estimate: Annotated[str | None, typer.Option(
+        "--estimate", help="split, crossfit or auto (default: the suite's metrics.estimate, else auto: cross-fitted "
+                           "below 300 labeled cases)")] = None,
 ) -> None:
-    """Fit a threshold per verifier and slice on the calibration split; show the test-split result."""
+    """Fit a threshold per verifier and slice and show its precision, recall and F1 where nothing was fitted:
+    on the test split, or cross-fitted (below 300 labeled cases, by default)."""
+    if estimate is not None and estimate not in ("split", "crossfit", "auto"):
+        _fail(VerifybenchError(f"--estimate {estimate!r}: expected split, crossfit or auto"))
     try:
-        policy = api.thresholds(run_dir, by=by, target=target, min_per_class=min_per_class, out=out)
+        policy = api.thresholds(run_dir, by=by, target=target, min_per_class=min_per_class, out=out, estimate=estimate)
     except VerifybenchError as e:
         _fail(e)
-    table = Table("verifier", by, "threshold", "95% interval", "calib. F1 (tuned)", "test precision", "test recall",
-                  "test F1", "flag-all F1 (test)",
-                  title=f"thresholds for {policy.target}, fitted on the calibration split; precision, recall and "
-                        "F1 on the test split")
+    xfit = policy.estimate == "crossfit"
+    held = "out-of-fold" if xfit else "test"
+    table = Table("verifier", by, "threshold", "95% interval", "F1 where fitted (tuned)", f"{held} precision",
+                  f"{held} recall", f"{held} F1", "flag-all F1 (test)",
+                  title=f"thresholds for {policy.target}, " + (
+                      "fitted on every labeled case (slices pooled toward the whole set); precision, recall and F1 "
+                      "cross-fitted" if xfit else "fitted on the calibration split; precision, recall and F1 on the "
+                                                  "test split"))
     warnings = []
     for vid, rows in policy.thresholds.items():
         for key, row in rows.items():
@@ -350,6 +370,8 @@ def thresholds(
                 warnings.append(f"{vid} / {key}: {row.warning}")
                 continue
             mark, why = "", []
+            if row.weight is not None:
+                mark += f" (pooled, own weight {row.weight:.2f})"
             if row.fallback_from:
                 mark += f" (fallback: {row.fallback_from})"
                 why.append(str(row.warning))

@@ -23,12 +23,14 @@ metrics:
 """
 
 
-def make_qa_run(tmp_path_factory, data_dir, sample: int = 600, seed: int = 0, min_per_class: int | None = None) -> Path:
+def make_qa_run(tmp_path_factory, data_dir, sample: int = 600, seed: int = 0, min_per_class: int | None = None,
+                estimate: str | None = None) -> Path:
     (qa,) = need_shared(data_dir, "halueval/qa_data.json")
     work = tmp_path_factory.mktemp("loop")
     suite = work / "qa.yaml"
     text = SUITE.format(path=qa, sample=sample, seed=seed)
-    suite.write_text(text + (f"  min_per_class: {min_per_class}\n" if min_per_class else ""), encoding="utf-8")
+    text += f"  min_per_class: {min_per_class}\n" if min_per_class else ""
+    suite.write_text(text + (f"  estimate: {estimate}\n" if estimate else ""), encoding="utf-8")
     return vb.run(suite, out=work / "run", progress=False).run_dir
 
 

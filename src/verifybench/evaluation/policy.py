@@ -75,6 +75,7 @@ def policy_from_metrics(metrics: dict[str, Any], manifest: dict[str, Any],
         suite=manifest["suite"]["name"], suite_hash=manifest["suite"]["hash"],
         dataset_hash=manifest["dataset"]["hash"], by=metrics["by"], target=metrics["target"],
         min_per_class=metrics["min_per_class"], split_sizes=metrics["split"], verifiers=verifiers,
+        estimate=metrics.get("estimate"),
         thresholds=thresholds)
 
 

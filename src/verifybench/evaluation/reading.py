@@ -27,8 +27,10 @@ def metrics_for(run_dir: str | Path, **overrides: Any) -> tuple[dict, dict, pd.D
 
 
 def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = None, min_per_class: int | None = None,
-               out: str | Path | None = None) -> Policy:
-    """Fit a threshold per verifier and slice on the calibration split; report the test split.
+               out: str | Path | None = None, estimate: str | None = None) -> Policy:
+    """Fit a threshold per verifier and slice on the calibration split and report the test split, or,
+    cross-fitted (below 300 labeled cases by default), fit on every labeled case and report out-of-fold
+    numbers, each slice's threshold pooled toward the whole set's.
 
     A slice too small for its own threshold gets the whole set's (`fallback_from: all`); a threshold that
     flags every calibration case, or none, is marked `degenerate`; `flag_all` beside it is what flagging
@@ -41,12 +43,13 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = N
             "recall=R"; default: the suite's `metrics.target`, else balanced_accuracy (a threshold that has
             to separate the classes; max F1 is `"f1"`).
         min_per_class: fewer calibration cases of either class than this: the slice falls back to the
-            whole set's threshold.
+            whole set's threshold (the split only: cross-fitting needs 10 of each class in all).
+        estimate: "split", "crossfit" or "auto" (default: the suite's `metrics.estimate`, else auto).
         out: write the policy as YAML here.
     """
     run = RunDir.open(run_dir)
     s = run.settings(by=by, target=parse_target(target) if target is not None else None,
-                     min_per_class=min_per_class, policy=None)
+                     min_per_class=min_per_class, policy=None, estimate=estimate)
     metrics = run.metrics(s)
     policy = policy_from_metrics(metrics, run.doc, run_dir)
     if out is not None:
@@ -59,6 +62,11 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = N
 def nothing_usable(metrics: dict[str, Any], run_dir: str | Path, out: str | Path) -> str:
     """Why a policy whose every threshold is null is not written (a guard would refuse it, and a gate hold
     nothing): each check's labeled calibration cases of each class against the minimum, and what to do."""
+    if metrics.get("estimate") == "crossfit":
+        per_check = [f"{vid}: {v['overall']['threshold'].get('warning')}" for vid, v in metrics["verifiers"].items()]
+        return (f"{run_dir}: every threshold in the policy is null, so nothing written to {out} (a guard would refuse "
+                f"it). Cross-fitted ({metrics.get('estimate_why')}): {'; '.join(per_check)}. To get one: label more "
+                f"cases of the class that is short (at least {metrics['min_per_class']} of each)")
     per_check = []
     for vid, v in metrics["verifiers"].items():
         whole = v["overall"]

@@ -140,6 +140,8 @@ class Policy(Stored):
     min_per_class: int | None = omitted(description="calibration cases of each class a slice needed for a "
                                         "threshold of its own")
     split_sizes: dict[str, int] | None = omitted(description="split -> cases")
+    estimate: str | None = omitted(description="split (fitted on the calibration split, numbers from the test split) "
+                                   "or crossfit (fitted on every labeled case, numbers cross-fitted)")
     verifiers: dict[str, PolicyVerifier] | None = omitted(description="verifier id -> what it was fitted with "
                                                           "(absent in policies written before they recorded it: "
                                                           "no guard reads those)")

@@ -582,7 +582,8 @@ def _resolved(s: Settings, roles: pd.Series, df: pd.DataFrame) -> tuple[Settings
     Cross-fitted, a threshold needs CROSSFIT_MIN_PER_CLASS scored labeled cases of each class in all."""
     n_labeled = int(sum(int(n) for r, n in roles.items() if r != UNLABELED))
     mode, why = estimate_mode(s.estimate, n_labeled, df.attrs.get("split_from", "seeded"))
-    return replace(s, estimate=mode, **({"min_per_class": CROSSFIT_MIN_PER_CLASS} if mode == "crossfit" else {})), why
+    per_class = CROSSFIT_MIN_PER_CLASS if mode == "crossfit" else s.min_per_class
+    return replace(s, estimate=mode, min_per_class=per_class), why
 
 
 def _case_roles(df: pd.DataFrame) -> pd.Series:

@@ -125,12 +125,14 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
     """Per slice (the metrics' `by` field, doc type by default): labeled cases of each class, how they fall
     on the calibration and test splits (the same split the metrics layer draws), and how many more of each
     class to label before the slice gets its own threshold (`min_per_class` of each class on the
-    calibration split) and can be gated (`min_cases` test cases)."""
+    calibration split) and can be gated (`min_cases` test cases). Cross-fitted (`metrics.estimate`, by
+    default below SPLIT_FROM labeled cases), the whole set needs CROSSFIT_MIN_PER_CLASS labeled cases of
+    each class in all, and every slice then gets a threshold pooled toward the whole set's."""
     import math
 
     from verifybench.cases import Verdict
     from verifybench.metrics import Settings, frame
-    from verifybench.metrics.summary import OVERALL
+    from verifybench.metrics.summary import CROSSFIT_MIN_PER_CLASS, OVERALL, estimate_mode
     from verifybench.metrics.thresholds import CALIBRATION_NAMES, TEST_NAMES
 
     s = Settings.from_suite(metrics_block)
@@ -138,8 +140,14 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
     from_data = bool(named & set(CALIBRATION_NAMES)) and bool(named & set(TEST_NAMES))
     cal_share = 1.0 if from_data else 1.0 - s.test_fraction  # of newly labeled cases, the share calibrated on
     test_share = 1.0 if from_data else s.test_fraction
-    out = SliceNeeds(by=s.by, min_per_class=s.min_per_class, min_cases=min_cases,
-                     split="from the cases' split field" if from_data else f"seeded, {s.test_fraction:.0%} test",
+    n_labeled = sum(r.get("label") is not None for r in rows)
+    mode, _ = estimate_mode(s.estimate, n_labeled, "field" if from_data else "seeded")
+    crossfit = mode == "crossfit"
+    per_class = CROSSFIT_MIN_PER_CLASS if crossfit else s.min_per_class
+    out = SliceNeeds(by=s.by, min_per_class=per_class, min_cases=min_cases,
+                     split=("cross-fitted over all labeled cases (slices pooled toward the whole set); gated on the "
+                            f"seeded {s.test_fraction:.0%} test split" if crossfit else
+                            "from the cases' split field" if from_data else f"seeded, {s.test_fraction:.0%} test"),
                      rows={})
     if not rows:
         return out
@@ -149,19 +157,24 @@ def slice_needs(rows: list[dict[str, Any]], metrics_block: dict[str, Any] | None
         return 0 if have >= n or share <= 0 else math.ceil((n - have) / share)
 
     groups = [(OVERALL, f), *sorted(f.groupby("slice"), key=lambda kv: str(kv[0]))]
+    whole: tuple[int, int] = (0, 0)
     for key, g in groups:
         g = g[g["labeled"]]  # an unlabeled case counts toward neither a threshold nor a gate
         cal, test = g[g["role"] == "calibration"], g[g["role"] == "test"]
         cal_h, cal_f = int(cal["label"].sum()), int((~cal["label"]).sum())
+        fit_h, fit_f = cal_h, cal_f
+        if crossfit:  # every labeled case fits; a slice's threshold is pooled: it has one when the whole set has
+            whole = (int(g["label"].sum()), int((~g["label"]).sum())) if key == OVERALL else whole
+            fit_h, fit_f = whole
         out["rows"][str(key)] = SliceNeed(
             hallucinated=int(g["label"].sum()), faithful=int((~g["label"]).sum()),
             calibration=ClassCounts(hallucinated=cal_h, faithful=cal_f),
             test=ClassCounts(hallucinated=int(test["label"].sum()), faithful=int((~test["label"]).sum())),
-            threshold=min(cal_h, cal_f) >= s.min_per_class,
+            threshold=min(fit_h, fit_f) >= per_class,
             gate=len(test) >= min_cases,
             # More labeled cases to add (of each class, in all) for a threshold / for a gate.
-            more_for_threshold=ClassCounts(hallucinated=need(s.min_per_class, cal_h, cal_share),
-                                           faithful=need(s.min_per_class, cal_f, cal_share)),
+            more_for_threshold=ClassCounts(hallucinated=need(per_class, fit_h, 1.0 if crossfit else cal_share),
+                                           faithful=need(per_class, fit_f, 1.0 if crossfit else cal_share)),
             more_for_gate=need(min_cases, len(test), test_share),
         )
     return out

@@ -134,6 +134,10 @@ def threshold_source(t: dict[str, Any]) -> str:
     if source.startswith("fitted on the calibration split"):
         how = source.removeprefix("fitted on the calibration split").strip(" ()")
         return f"fitted, {how}" if how else "fitted"
+    if source.startswith("fitted on all"):
+        return "fitted on all, cross-fitted"
+    if t.get("kind") == "pooled":
+        return f"pooled, own weight {t.get('weight') or 0:.2f}"
     if t.get("kind") == "fallback" or source.startswith("fallback"):
         return f"fallback to {t.get('fallback_from') or OVERALL!r}"
     return source or "-"
