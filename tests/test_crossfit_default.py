@@ -157,3 +157,14 @@ def test_a_team_with_100_labeled_answers_gets_a_policy_from_the_cli(tmp_path):
     assert rows["all"]["threshold"] is not None and rows["all"]["test_split"]["estimate"].startswith("cross-fitted")
     assert {rows[k]["source"] for k in ("billing", "roaming")} == {"pooled"}
     assert all(0 < rows[k]["weight"] < 1 for k in ("billing", "roaming"))
+
+
+def test_an_interval_of_a_rate_stays_within_0_and_1():
+    """The spread interval adds the threshold's movement to the counts' draws: a rate near 1 must not read
+    past 1."""
+    rng = np.random.default_rng(1)  # a draw whose precision interval read [0.77, 1.003] unclipped
+    y = np.r_[np.ones(50, bool), np.zeros(50, bool)]
+    s = np.r_[rng.normal(1.5, 1, 50), rng.normal(0, 1, 50)]
+    out = crossfit(y, s, alpha=0.05, n_boot=200)
+    for m in ("precision", "recall", "f1"):
+        assert 0 <= out["ci"][m][0] <= out["ci"][m][1] <= 1

@@ -228,7 +228,8 @@ def _with_threshold_spread(t: np.ndarray, s: np.ndarray, target: Target, counts:
             moved[b] = _counts_at(t, s, thr)
     dev = _ratios(moved)
     base = _ratios(rng.dirichlet(np.asarray(counts, float) + 0.5, size=n_boot))
-    return {m: _quantiles(base[m] + dev[m] - np.nanmean(dev[m]), alpha) for m in base}
+    # A draw shifted past 0 or 1 is still a rate: clipped (coverage of a truth inside [0, 1] is unchanged).
+    return {m: _quantiles(np.clip(base[m] + dev[m] - np.nanmean(dev[m]), 0, 1), alpha) for m in base}
 
 
 def _refit_bootstrap(t: np.ndarray, s: np.ndarray, k: int, target: Target, seed: int, alpha: float, n_boot: int,
