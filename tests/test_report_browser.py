@@ -163,3 +163,22 @@ def test_the_comparison_table_puts_every_verifier_side_by_side_for_each_doc_type
         cell = caught.locator(f'tr[data-value="{value}"] td[data-verifier="bleu"]')
         assert cell.inner_text().startswith(f"{r['flagged']} / {r['n']}")
     assert page.problems == []
+
+
+def test_a_1280_px_window_shows_the_finding_first_and_scrolls_no_table_sideways(page, report):
+    """Issue 44: at 1280x800 the page itself never scrolls sideways (a wide table scrolls inside its own
+    box), and the sentence saying what the run found is on the first screen, above every table."""
+    small = page.context.browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        small.goto((report / "report.html").as_uri())
+        small.wait_for_load_state("load")
+        assert small.evaluate("document.documentElement.scrollWidth") <= 1280
+        lead = small.locator("#findings .finding.lead")
+        assert lead.is_visible() and lead.inner_text().strip()
+        box = lead.bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800
+        assert box["y"] < small.locator("table >> nth=0").bounding_box()["y"]
+        # Not by dropping columns: the widest table (a verifier's slices) is wider than the page, in its own box.
+        assert small.evaluate("Math.max(...[...document.querySelectorAll('table')].map(t => t.scrollWidth))") > 1280
+    finally:
+        small.close()

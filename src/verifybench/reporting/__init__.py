@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, Undefined, select_autoescape
 
 from verifybench._util.safeio import write_text_atomic
 from verifybench.metrics.summary import OVERALL
+from verifybench.reporting.findings import findings
 from verifybench.reporting.plots import curves_svg, operating_svg, reliability_svg
 from verifybench.rundir import REPORT
 
@@ -182,7 +183,7 @@ def render(run_dir: Path, manifest: dict[str, Any], metrics: dict[str, Any], wor
     points = metrics.get("operating_points") or []
     drawable = any(p.get("f1") is not None and p.get("p95_ms") is not None for p in points)
     html = _env().get_template("report.html.j2").render(
-        manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes),
+        manifest=manifest, metrics=metrics, sections=sections, sliders=sliders, notes=list(notes), found=findings(metrics),
         no_threshold=bool(sections) and all(s["m"]["overall"]["threshold"]["value"] is None for s in sections),
         operating=operating_svg(points) if drawable else None,
         comparison=comparison(metrics) if len(metrics["verifiers"]) > 1 else [], caught=caught(metrics),
