@@ -29,6 +29,11 @@ def _f(x: float | None, d: int = 2) -> str:
     return "–" if x is None else f"{x:.{d}f}"
 
 
+def _ms(x: float | None) -> str:
+    """Two significant figures below 10 ms (a 0.045 ms check must not read 0.0), whole ones above."""
+    return "–" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
 def _rate(name: str, op: dict[str, Any], level: str) -> str:
     ci = (op.get("ci") or {}).get(name)
     if not ci or None in ci:
@@ -52,13 +57,13 @@ def _fitted_on(sm: dict[str, Any]) -> str:
 
 
 def _estimated_on(op: dict[str, Any]) -> str:
-    return op["estimate"] if op.get("estimate") else f"the test split of {op.get('n', 0)} labeled cases"
+    return op["estimate"] if op.get("estimate") else f"estimated on the test split of {op.get('n', 0)} labeled cases"
 
 
 def _cost(sm: dict[str, Any]) -> str:
     lat = sm.get("latency_ms") or {}
     cost = sm.get("cost_per_1k")
-    said = f"median {_f(lat.get('p50'), 1)} ms a case (p95 {_f(lat.get('p95'), 1)} ms)" if lat.get("p50") is not None \
+    said = f"median {_ms(lat.get('p50'))} ms a case (p95 {_ms(lat.get('p95'))} ms)" if lat.get("p50") is not None \
         else "no latency recorded"
     return said + (f", ${cost:.4g} per 1,000 cases" if cost is not None else ", no cost recorded")
 
@@ -77,7 +82,7 @@ def sentence(vid: str, sm: dict[str, Any]) -> str:
     level = _level(op)
     out = (f"{vid} flags {c['tp']} of {c['tp'] + c['fn']} invented answers ({_rate('recall', op, level)}) and "
            f"{c['fp']} of {c['fp'] + c['tn']} correct ones ({_rate('precision', op, level)}) at threshold "
-           f"{th['value']:.4f}. The threshold: {_fitted_on(sm)}; these figures are estimated on {_estimated_on(op)}.")
+           f"{th['value']:.4f}. The threshold: {_fitted_on(sm)}; these figures are {_estimated_on(op)}.")
     errors = op.get("n", 0) - op.get("n_scored", 0)
     if errors:
         out += f" {errors} of those cases got an error verdict and are left out of these counts."
