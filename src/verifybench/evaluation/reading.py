@@ -65,8 +65,12 @@ def nothing_usable(metrics: dict[str, Any], run_dir: str | Path, out: str | Path
         have = whole["needs"]["threshold"]["calibration_scored"]
         per_check.append(f"{vid}: {have['hallucinated']} hallucinated and {have['faithful']} faithful"
                          + (f" ({whole['threshold']['warning']})" if whole["threshold"].get("warning") else ""))
+    failing = [vid for vid, v in metrics["verifiers"].items() if v["overall"]["threshold"].get("refused")]
+    todo = "label more, or lower --min-per-class (a noisier threshold: see its interval)"
+    if failing:  # error verdicts, not a lack of labels: labeling more would not help those checks
+        todo = (f"fix what makes {', '.join(failing)} fail (the run's errors.jsonl)"
+                + ("" if len(failing) == len(metrics["verifiers"]) else f"; for the others, {todo}"))
     return (f"{run_dir}: every threshold in the policy is null, so nothing written to {out} (a guard would refuse "
             f"it). The whole set's scored calibration cases (minimum {metrics['min_per_class']} of each class, "
-            f"--min-per-class): {'; '.join(per_check)}. To get one: label more, or lower --min-per-class (a noisier "
-            "threshold: see its interval)")
+            f"--min-per-class): {'; '.join(per_check)}. To get one: {todo}")
 
