@@ -109,7 +109,7 @@ def test_a_check_that_fails_on_every_case_is_said_to_fail_not_to_need_more_label
             "threshold") in note
     assert "label more" not in note and "--min-per-class" not in note
     text = " ".join(out.out.split())
-    assert f"english-only: no threshold: too few cases to fit a threshold: the calibration split has 0 hallucinated" \
+    assert "english-only: no threshold: too few cases to fit a threshold: the calibration split has 0 hallucinated" \
            in text and f"error verdict on {n_cal} of the {n_cal}" in text
     rouge_note = next(line for line in out.out.splitlines() if line.startswith("* rouge: no threshold"))
     assert "label more" in rouge_note and "error verdict" not in rouge_note
