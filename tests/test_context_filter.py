@@ -267,3 +267,37 @@ def test_served_on_a_real_uvicorn_with_its_decisions_logged_before_the_answer(st
     assert out.returncode == 0, out.stderr
     with open(tmp_path / "q.csv", newline="", encoding="utf-8") as fh:
         assert len(list(csv.DictReader(fh))) == 4
+
+
+def test_a_filter_in_python_logs_only_where_it_is_told_to(tmp_path, monkeypatch):
+    """As a guard in Python (issue 44): a notebook's filter calls never land in ./filter-log, which
+    `serve --filter` keeps as its default."""
+    from verifybench.guard.service import served_filter_log_dir
+
+    monkeypatch.chdir(tmp_path)
+    with ContextFilter(warm=False) as f:
+        assert f.log is None
+        f.filter(HONEST, question=QUESTION)
+    assert list(tmp_path.iterdir()) == []
+    with ContextFilter({"log": {"dir": "mine"}}, warm=False) as f:
+        assert Path(f.log.path).parent == Path("mine")
+    with ContextFilter(log_dir=tmp_path / "given", warm=False) as f:
+        assert Path(f.log.path).parent == tmp_path / "given"
+    bare = write_policy(tmp_path / "bare.yaml", {})
+    assert served_filter_log_dir(bare, None) == "filter-log"
+    assert served_filter_log_dir(write_policy(tmp_path / "own.yaml", {"log": {"dir": "own"}}), None) == "own"
+    assert served_filter_log_dir(write_policy(tmp_path / "none.yaml", {"log": {"dir": None}}), None) is False
+    assert served_filter_log_dir(bare, tmp_path / "logs") == tmp_path / "logs" / "filter"
+
+
+def test_serve_says_where_the_filter_logs_at_start(capsys):
+    from verifybench.guard.service import _started
+
+    _started("127.0.0.1", 8080, 1, "guard-log/decisions-1.jsonl", "NO_SUCH_TOKEN_VAR", "filter-log/")
+    said = capsys.readouterr().err
+    assert "decision log: guard-log/decisions-1.jsonl; context filter log: filter-log/" in said
+
+
+def write_policy(path: Path, doc: dict) -> Path:
+    path.write_text(yaml.safe_dump(doc))
+    return path

@@ -92,6 +92,52 @@ def test_at_a_threshold_the_same_cases_are_misses_and_false_alarms(tmp_path):
     assert 'id="no-threshold"' not in html
 
 
+def test_a_check_that_fails_on_every_case_is_said_to_fail_not_to_need_more_labels(tmp_path, monkeypatch):
+    """Every verdict an error (nli on answers not in English): the note says how many failed and why; the
+    advice to label more is left for the check that is short of labels only."""
+    data = write(tmp_path / "cases.jsonl", "".join(json.dumps(c) + "\n" for c in cases()))
+    suite = write(tmp_path / "s.yaml", yaml.safe_dump({
+        "name": "refused", "dataset": {"loader": "jsonl", "path": str(data)},
+        "verifiers": ["rouge", {"helpers.verifiers:Refuses": {"id": "english-only"}}],
+        "metrics": {"bootstrap": 50, "estimate": "split"}}))
+    out = cli("run", suite, "--out", tmp_path / "run", "-q")
+    assert out.code == 0, out.err
+    n_cal = json.loads((tmp_path / "run" / "metrics.json").read_text())["split"]["calibration"]
+    refused = json.loads((tmp_path / "run" / "metrics.json").read_text())["verifiers"]["english-only"]["overall"]
+    note = refused["threshold"]["warning"]
+    assert (f"the verifier gave an error verdict on {n_cal} of the {n_cal} labeled calibration cases (most common, "
+            f"on {n_cal}: ValueError: the model reads English only): labeling more cases will not give it a "
+            "threshold") in note
+    assert "label more" not in note and "--min-per-class" not in note
+    text = " ".join(out.out.split())
+    assert "english-only: no threshold: too few cases to fit a threshold: the calibration split has 0 hallucinated" \
+           in text and f"error verdict on {n_cal} of the {n_cal}" in text
+    rouge_note = next(line for line in out.out.splitlines() if line.startswith("* rouge: no threshold"))
+    assert "label more" in rouge_note and "error verdict" not in rouge_note
+    refused_policy = cli("thresholds", tmp_path / "run", "--out", tmp_path / "policy.yaml")
+    said = " ".join(refused_policy.err.split())
+    assert refused_policy.code == 2 and "To get one: fix what makes english-only fail (the run's errors.jsonl); " \
+           "for the others, label more" in said
+
+
+def test_cross_fitted_a_check_that_fails_on_every_case_is_said_to_fail(tmp_path):
+    """The default for 100 labeled cases: rouge gets a threshold; the failing check's note says it failed
+    on every labeled case, and `thresholds --out` of the failing check alone says to fix it."""
+    data = write(tmp_path / "cases.jsonl", "".join(json.dumps(c) + "\n" for c in cases()))
+    suite = write(tmp_path / "s.yaml", yaml.safe_dump({
+        "name": "refused", "dataset": {"loader": "jsonl", "path": str(data)},
+        "verifiers": [{"helpers.verifiers:Refuses": {"id": "english-only"}}], "metrics": {"bootstrap": 50}}))
+    out = cli("run", suite, "--out", tmp_path / "run", "-q")
+    assert out.code == 0, out.err
+    m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert m["estimate"] == "crossfit"
+    note = m["verifiers"]["english-only"]["overall"]["threshold"]["warning"]
+    assert (f"the verifier gave an error verdict on {N} of the {N} labeled cases (most common, on {N}: ValueError: "
+            "the model reads English only)") in note
+    said = " ".join(cli("thresholds", tmp_path / "run", "--out", tmp_path / "p.yaml").err.split())
+    assert "To get one: fix what makes english-only fail (the run's errors.jsonl)" in said
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

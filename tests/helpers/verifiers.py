@@ -116,3 +116,13 @@ class Chatty(CaseVerifier):
         detail = {"flipped": n % 2 == 0, "note": {"nested": [1, 2]}} if n % 4 else {"injected_flip": n % 5 == 0}
         return Verdict(case_id=case.id, verifier=self.id, score=(n % 17) / 17, units=units,
                        usage={"input_tokens": float(n), "output_tokens": 3.0}, cost_usd=n * 1e-6, detail=detail)
+
+
+class Refuses(CaseVerifier):
+    """Refuses every case, as an English-only model does on answers in another language."""
+
+    name = "refuses"
+    description = "test verifier whose every verdict is an error"
+
+    def score_case(self, case: Case) -> float:
+        raise ValueError("the model reads English only")

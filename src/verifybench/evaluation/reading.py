@@ -62,19 +62,25 @@ def thresholds(run_dir: str | Path, by: str = "doc_type", target: str | None = N
 def nothing_usable(metrics: dict[str, Any], run_dir: str | Path, out: str | Path) -> str:
     """Why a policy whose every threshold is null is not written (a guard would refuse it, and a gate hold
     nothing): each check's labeled calibration cases of each class against the minimum, and what to do."""
+    failing = [vid for vid, v in metrics["verifiers"].items() if v["overall"]["threshold"].get("refused")]
     if metrics.get("estimate") == "crossfit":
         per_check = [f"{vid}: {v['overall']['threshold'].get('warning')}" for vid, v in metrics["verifiers"].items()]
-        return (f"{run_dir}: every threshold in the policy is null, so nothing written to {out} (a guard would refuse "
-                f"it). Cross-fitted ({metrics.get('estimate_why')}): {'; '.join(per_check)}. To get one: label more "
-                f"cases of the class that is short (at least {metrics['min_per_class']} of each)")
-    per_check = []
-    for vid, v in metrics["verifiers"].items():
+        todo = f"label more cases of the class that is short (at least {metrics['min_per_class']} of each)"
+    else:
+        per_check = []
+        todo = "label more, or lower --min-per-class (a noisier threshold: see its interval)"
+    for vid, v in metrics["verifiers"].items() if metrics.get("estimate") != "crossfit" else ():
         whole = v["overall"]
         have = whole["needs"]["threshold"]["calibration_scored"]
         per_check.append(f"{vid}: {have['hallucinated']} hallucinated and {have['faithful']} faithful"
                          + (f" ({whole['threshold']['warning']})" if whole["threshold"].get("warning") else ""))
+    if failing:  # error verdicts, not a lack of labels: labeling more would not help those checks
+        todo = (f"fix what makes {', '.join(failing)} fail (the run's errors.jsonl)"
+                + ("" if len(failing) == len(metrics["verifiers"]) else f"; for the others, {todo}"))
+    if metrics.get("estimate") == "crossfit":
+        return (f"{run_dir}: every threshold in the policy is null, so nothing written to {out} (a guard would refuse "
+                f"it). Cross-fitted ({metrics.get('estimate_why')}): {'; '.join(per_check)}. To get one: {todo}")
     return (f"{run_dir}: every threshold in the policy is null, so nothing written to {out} (a guard would refuse "
             f"it). The whole set's scored calibration cases (minimum {metrics['min_per_class']} of each class, "
-            f"--min-per-class): {'; '.join(per_check)}. To get one: label more, or lower --min-per-class (a noisier "
-            "threshold: see its interval)")
+            f"--min-per-class): {'; '.join(per_check)}. To get one: {todo}")
 

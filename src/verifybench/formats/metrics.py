@@ -38,6 +38,16 @@ class OwnFit(_Part):
     interval: Interval | None = Field(None, description="its 95% bootstrap interval: what a lower minimum costs")
 
 
+class Refused(_Part):
+    """Error verdicts that keep a slice from a threshold (not too few labels): how many, and the most
+    common error."""
+
+    errors: int = _n("labeled calibration cases with an error verdict")
+    cases: int = _n("labeled calibration cases")
+    message: str = _n("the most common error message")
+    times: int = _n("how many of the error verdicts carry it")
+
+
 class Threshold(_Part):
     """A slice's threshold and where it came from."""
 
@@ -54,6 +64,8 @@ class Threshold(_Part):
     own_fit: OwnFit | None = Field(None, description="what a threshold of its own would be (a fallback slice)")
     weight: float | None = Field(None, description="pooled (cross-fitted runs): the slice's own cases' share of "
                                  "its fit, n / (n + prior); the whole set's cases carry the rest")
+    refused: Refused | None = Field(None, description="the verifier failed on the cases a threshold needs: labeling "
+                                    "more would not help")
 
 
 class Confusion(_Part):

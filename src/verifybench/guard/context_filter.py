@@ -128,7 +128,8 @@ class ContextFilter:
 
     Args:
         policy: a filter policy (a `FilterPolicy`, a mapping, or a YAML file); None: the defaults.
-        log_dir: where the decision log goes (default: the policy's `log.dir`); False: no log.
+        log_dir: where the decision log goes (default: the policy's `log.dir`; none where it names no folder:
+            a filter in Python logs only where it is told to, as a guard does); False: no log.
         allow_code: what the stronger check's guard file may import (see `Guard`).
         warm: load the decision model (and the stronger check) now, not on the first call.
     """

@@ -21,7 +21,8 @@ citations:
   unsupported: flag               # a citation that does not support its claim: flag | drop
   escalate_below: null            # confidence under which a citation check is escalated (null: the model's)
   escalate_to: queue              # queue (for a person) | a guard or threshold policy file: the stronger check
-log: {dir: filter-log}            # the decision log (one record per unit); null: none
+log: {dir: filter-log}            # the decision log (one record per unit); null or left out: none from a
+                                  # filter in Python, ./filter-log under `serve --filter` unless it says null
 ```
 
 The file is data: it names a guard file for the stronger check, never code (the guard refuses code it
@@ -99,7 +100,7 @@ class FilterPolicy(BaseModel):
     relevance: RelevanceRule = Field(default_factory=RelevanceRule)
     budget: Budget = Field(default_factory=lambda: Budget(tokens=2000))
     citations: CitationRule = Field(default_factory=CitationRule)
-    log: LogSpec = Field(default_factory=lambda: LogSpec(dir="filter-log"))
+    log: LogSpec = Field(default_factory=LogSpec)  # no folder: a filter in Python logs only where told
 
     @model_validator(mode="after")
     def _known_model_options(self) -> FilterPolicy:

@@ -30,7 +30,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -48,6 +48,7 @@ from verifybench.guard.context_filter import (
     UnitOutcome,
 )
 from verifybench.guard.core import Decision, Guard
+from verifybench.guard.filter_policy import read_filter_policy
 from verifybench.guard.log import LogError, json_problem
 from verifybench.guard.middleware import replaying
 from verifybench.guard.spec import served_log_dir
@@ -527,13 +528,27 @@ def app_from_env() -> Any:
                       body_timeout=float(os.environ.get(ENV_BODY_TIMEOUT) or BODY_TIMEOUT))
 
 
+SERVED_FILTER_LOG_DIR = "filter-log"
+
+
+def served_filter_log_dir(policy: str | Path, log_dir: str | Path | None) -> str | Path | Literal[False]:
+    """Where a served context filter logs: `<log_dir>/filter` beside the guard's when the service is given
+    a log folder, else its policy's `log.dir` (false where it says null), else ./filter-log. A filter in
+    Python logs only where it is told to (`ContextFilter(log_dir=...)` or `log.dir`)."""
+    if log_dir is not None:
+        return Path(log_dir) / "filter"
+    spec, _ = read_filter_policy(policy)
+    if "dir" in spec.log.model_fields_set:
+        return spec.log.dir or False
+    return SERVED_FILTER_LOG_DIR
+
+
 def build_filter(policy: ContextFilter | str | Path, log_dir: str | Path | None, allow_code: Iterable[str]
                  ) -> ContextFilter:
-    """The served context filter: its records go to `<log_dir>/filter` beside the guard's, else where its
-    policy says."""
+    """The served context filter, logging where `served_filter_log_dir` says."""
     if isinstance(policy, ContextFilter):
         return policy
-    return ContextFilter(policy, log_dir=None if log_dir is None else Path(log_dir) / "filter", allow_code=allow_code)
+    return ContextFilter(policy, log_dir=served_filter_log_dir(policy, log_dir), allow_code=allow_code)
 
 
 def _say(line: str) -> None:
@@ -543,8 +558,10 @@ def _say(line: str) -> None:
         pass
 
 
-def _started(host: str, port: int, workers: int, log: str, token_env: str) -> None:
+def _started(host: str, port: int, workers: int, log: str, token_env: str, filter_log: str | None = None) -> None:
     where = f"http://{host}:{port} ({workers} worker{'s' if workers > 1 else ''})"
+    if filter_log is not None:
+        log += f"; context filter log: {filter_log}"
     if os.environ.get(token_env):
         _say(f"listening on {where}; bearer token required (${token_env}); decision log: {log}")
     else:
@@ -605,7 +622,8 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
         log = "none" if guard.log is None else str(guard.log.path)
         cf = None if context_filter is None else build_filter(context_filter, log_dir, allow_code)
         try:
-            _started(host, port, 1, log, token_env)
+            _started(host, port, 1, log, token_env,
+                     None if cf is None else "none" if cf.log is None else str(cf.log.path))
             uvicorn.run(create_app(guard, max_body=max_body, token_env=token_env, body_timeout=body_timeout,
                                    context_filter=cf), **options)
         finally:
@@ -629,8 +647,12 @@ def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8080, log_dir: 
     os.environ[ENV_BODY_TIMEOUT] = str(body_timeout)
     if context_filter is not None:
         os.environ[ENV_FILTER] = str(Path(context_filter).resolve())
+    filter_log = None
+    if context_filter is not None:  # each worker's filter logs beside its guard's log (`app_from_env`)
+        where = served_filter_log_dir(context_filter, None if folder is False else Path(folder).resolve())
+        filter_log = "none" if where is False else f"{Path(where).resolve()}/ (a file per worker)"
     _started(host, port, workers, "none" if folder is False else f"{Path(folder).resolve()}/ (a file per worker)",
-             token_env)
+             token_env, filter_log)
     try:
         uvicorn.run("verifybench.guard.service:app_from_env", factory=True, workers=workers, **options)
     finally:

@@ -15,6 +15,7 @@ plain JSON-able data: the report and the CLI only read numbers.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -227,6 +228,7 @@ class Rows:
     latency_kind: np.ndarray  # how each latency was measured (codes of operating.LATENCY_KINDS)
     cost: np.ndarray
     units: np.ndarray
+    error: np.ndarray  # the error verdicts' messages (None on a scored row): what a refusal note quotes
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> Rows:
@@ -260,10 +262,15 @@ class Rows:
         kind = (latency_kind_codes(column("latency_kind"))[order] if "latency_kind" in df
                 else np.zeros(len(score), np.int8))
         labeled = values("labeled", bool)[order] if "labeled" in df else np.ones(len(score), bool)
+        error = np.full(len(score), None, dtype=object)
+        bad = np.flatnonzero(~ok[order])
+        if len(bad) and "error" in df:  # only the error rows' messages are read: most rows have none
+            error[bad] = column("error").take(order[bad]).to_numpy(dtype=object)
         return cls(label=values("label", bool)[order], score=score[order], ok=ok[order], labeled=labeled,
                    cal=cal[order],
                    test=test[order], slice=codes[order], slices=[str(n) for n in names],
-                   latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"))
+                   latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"),
+                   error=error)
 
 
 def _operating_point(r: Rows, mask: np.ndarray, threshold: float, s: Settings, with_ci: bool) -> dict[str, Any]:
@@ -373,6 +380,29 @@ def _lower_minimum_cost(own: dict[str, Any] | None, most: int, key: str) -> str:
             f"threshold {own['value']:.4g}{cost}; or label more cases")
 
 
+def _refused(r: Rows, cal: np.ndarray, s: Settings) -> dict[str, Any] | None:
+    """Whether error verdicts, not too few labels, keep a slice from a threshold of its own: the verifier
+    failed on at least half of its labeled calibration cases (nli on text not in English), or the
+    cases it failed on would have been enough. Then labeling more cases would not help: what it says is
+    how many failed and the most common error."""
+    failed = cal & ~r.ok
+    n_failed, n = int(np.count_nonzero(failed)), int(np.count_nonzero(cal))
+    n_pos = int(np.count_nonzero(cal & r.label))
+    if not n_failed or (2 * n_failed < n and min(n_pos, n - n_pos) < s.min_per_class):
+        return None
+    messages = Counter(str(e) for e in r.error[failed] if isinstance(e, str))
+    message, times = messages.most_common(1)[0] if messages else ("a score that is not a number", n_failed)
+    return {"errors": n_failed, "cases": n, "message": message[:300], "times": times}
+
+
+def _refusal_note(refused: dict[str, Any]) -> str:
+    said = (f"most common, on {refused['times']}: {refused['message']}" if refused["times"] > 1
+            else f"e.g. {refused['message']}")
+    return (f"; the verifier gave an error verdict on {refused['errors']} of the {refused['cases']} labeled "
+            f"calibration cases ({said}): labeling more cases will not give it a threshold while it fails on "
+            "them; fix what fails (the run's errors.jsonl lists each), or leave these cases out of its suite")
+
+
 def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
                parent: dict[str, Any] | None, xfit: dict[str, Any] | None = None) -> dict[str, Any]:
     """The slice's threshold and where it came from: given (a policy or `metrics.fixed`), fitted on the
@@ -416,7 +446,10 @@ def _threshold(r: Rows, mask: np.ndarray, s: Settings, verifier: str, key: str,
                          degenerate=parent.get("degenerate"),
                          near_degenerate=_near_degenerate(r, mask, parent["value"]))
                 t["warning"] += f"; it uses the {OVERALL!r} threshold {_with_interval(parent)}"
-            t["warning"] += _lower_minimum_cost(own_fit, min(n_pos, n_neg), key)
+            refused = _refused(r, mask & r.cal, s)
+            if refused is not None:
+                t["refused"] = refused
+            t["warning"] += _refusal_note(refused) if refused else _lower_minimum_cost(own_fit, min(n_pos, n_neg), key)
             if t["kind"] == "fallback":
                 return t
         else:
@@ -443,6 +476,10 @@ def _crossfit_threshold(t: dict[str, Any], r: Rows, mask: np.ndarray, s: Setting
             n_pos, n_neg = (xfit or {}).get("n_pos", 0), (xfit or {}).get("n_neg", 0)
             t["warning"] = (f"too few cases to fit a threshold: {why}" if (xfit or {}).get("estimate_withheld")
                             or min(n_pos, n_neg) == 0 else why)
+            refused = _refused(r, mask & r.labeled, s)
+            if refused is not None:
+                t["refused"] = refused
+                t["warning"] += _refusal_note(refused).replace("labeled calibration cases", "labeled cases")
             return
         t.update(value=float(xfit["threshold"]), kind="fitted",
                  source=f"fitted on all {xfit['n']} scored labeled cases ({s.target}), estimated by "

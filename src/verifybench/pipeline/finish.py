@@ -68,8 +68,9 @@ def _finish(run_dir: Path, data_dir: str | Path | None) -> Path:
         f = run.scored_frame(s)  # reads and checks both tables; no name here keeps the verdict table
         cases = run.cases(s)
         # The frame holds what the metrics need; ids and error texts are read back for the few cases shown.
+        # Error texts stay as codes (a byte a row where no verdict failed): a refusal note quotes the most common.
         run.drop_verdicts()
-        f = f.drop(columns=["case_id", "error", "dataset", "doc_type"])
+        f = f.drop(columns=["case_id", "dataset", "doc_type"]).assign(error=lambda d: d["error"].astype("category"))
         release_memory()
         metrics = compute_metrics(cases, None, s, scored=f)
         # combinations `verifybench cascade --save` kept in the run, on the operating-point chart

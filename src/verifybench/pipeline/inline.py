@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from verifybench._util.safeio import replace_atomically, temp_path, write_text_atomic
 from verifybench.cases import Case
 from verifybench.errors import SuiteError, VerifybenchError
+from verifybench.pipeline.runner import check_installed
 from verifybench.rundir import RESULTS
 from verifybench.suite import Suite, _relative_paths, load_suite, parse_suite
 from verifybench.verifiers import Verifier, build, get_verifier_class
@@ -240,6 +241,7 @@ class InlineRun:
         # The same checks a suite file gets (the data is not read), with errors naming the argument.
         suite = parse_suite(self.raw, Path.cwd(), where="verifybench.run()")
         self.verifiers = [obj or build(e.name, e.id, **e.options) for obj, e in zip(self.objects, suite.verifiers)]
+        check_installed(suite, self.verifiers)
         if yaml.safe_load(yaml.safe_dump(self.raw, sort_keys=False, allow_unicode=True)) != self.raw:
             raise VerifybenchError("fields, metrics or verifier options hold a value a suite file cannot keep")
 

@@ -46,7 +46,7 @@ from verifybench._util.safeio import (
     temp_path,
 )
 from verifybench.cases import Case, label_name
-from verifybench.errors import DataError, RecordError, VerifybenchError
+from verifybench.errors import DataError, RecordError, SuiteError, VerifybenchError
 from verifybench.executors import Executor, Scored, make_executor
 from verifybench.executors.scoring import verify_batch  # noqa: F401 - part of this module's interface
 from verifybench.formats import Manifest
@@ -81,6 +81,7 @@ from verifybench.rundir.provenance import git_state
 from verifybench.suite import Suite, as_written, parse_suite
 from verifybench.tables import positions
 from verifybench.verifiers import Verifier, build
+from verifybench.verifiers.base import missing
 
 PACKAGES = (
     "verifybench", "numpy", "pandas", "scikit-learn", "pydantic", "sacrebleu", "rouge-score",
@@ -175,6 +176,7 @@ class Runner:
         self.resume = resume
         self.progress = progress
         self.verifiers = verifiers or [build(e.name, e.id, **e.options) for e in suite.verifiers]
+        check_installed(suite, self.verifiers)
         self.executor = executor or make_executor("local")
         repeats = {e.id: e.repeats for e in suite.verifiers}  # the suite entry's, whoever built the object
         for v in self.verifiers:
@@ -423,6 +425,25 @@ class Runner:
             failed += len(bad)
             bar.advance(s.verifier, len(s.verdicts), s.seconds)
         return new, failed
+
+
+def check_installed(suite: Suite, verifiers: list[Verifier]) -> None:
+    """Before a run writes anything: a `SuiteError` naming each verifier whose options need a module this
+    installation lacks (an optional extra not installed), where the suite configures it, and the command
+    that installs it. Without this check such a verifier would give every case an error verdict."""
+    where = {e.id: i for i, e in enumerate(suite.verifiers)}
+    lines = []
+    for v in verifiers:
+        absent = missing(v.requirements(v.options))
+        if not absent:
+            continue
+        at = f"{suite.source or '<suite>'}: verifiers[{where[v.id]}]" if v.id in where else f"verifier {v.id!r}"
+        modules = ", ".join(dict.fromkeys(r.module for r in absent))
+        why = "; ".join(dict.fromkeys(r.why for r in absent))
+        install = " and ".join(dict.fromkeys(r.install for r in absent))
+        lines.append(f"{at}: verifier {v.id!r} ({v.name}, {why}) needs {modules}, not installed here: {install}")
+    if lines:
+        raise SuiteError("; ".join(lines) + ". Nothing was scored")
 
 
 def check_first_batch(verifiers: list[Verifier], batch: list[Case]) -> None:

@@ -12,7 +12,13 @@ from verifybench.evaluation.policy import load_policy
 from verifybench.evaluation.reading import POLICY
 from verifybench.executors import Executor, make_executor
 from verifybench.pipeline.finish import report
-from verifybench.pipeline.runner import Runner, check_run_folder, default_run_dir, resume_suite
+from verifybench.pipeline.runner import (
+    Runner,
+    check_installed,
+    check_run_folder,
+    default_run_dir,
+    resume_suite,
+)
 from verifybench.rundir import hold, mark_run_dir
 from verifybench.runs.run import Run
 from verifybench.suite import Suite, load_suite
@@ -86,8 +92,10 @@ def run(suite: str | Path | Suite | None = None, out: str | Path | None = None, 
     if not isinstance(suite, Suite):
         suite = load_suite(suite, data_dir=data_dir, limit=limit)
     run_dir = Path(out) if out else default_run_dir(suite)
+    built = [build(e.name, e.id, **e.options) for e in suite.verifiers]
+    check_installed(suite, built)  # a missing extra stops the run before its folder is made
     run_dir.mkdir(parents=True, exist_ok=True)
-    return _run(suite, run_dir, progress, executor, policy)
+    return _run(suite, run_dir, progress, executor, policy, built)
 
 
 

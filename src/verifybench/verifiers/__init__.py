@@ -19,10 +19,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from verifybench.errors import SuiteError
-from verifybench.verifiers.base import CaseVerifier, ChosenCode, Verifier, operational
+from verifybench.verifiers.base import CaseVerifier, ChosenCode, Requirement, Verifier, extra, operational
 
-__all__ = ["BUILTIN", "CaseVerifier", "ChosenCode", "Verifier", "available", "build", "check_verifier_class",
-           "chosen_code", "get_verifier_class", "operational"]
+__all__ = ["BUILTIN", "CaseVerifier", "ChosenCode", "Requirement", "Verifier", "available", "build",
+           "check_verifier_class", "chosen_code", "extra", "get_verifier_class", "operational"]
 
 # Import paths, not classes: listing verifiers must not import torch or a model runtime.
 BUILTIN: dict[str, str] = {

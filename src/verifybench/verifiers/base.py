@@ -142,6 +142,38 @@ class ChosenCode(NamedTuple):
     what: str
 
 
+class Requirement(NamedTuple):
+    """A module a verifier's options need that an optional extra installs: its import name (`module`,
+    looked up with `importlib.util.find_spec`, never imported), the option that needs it (`why`, e.g.
+    `backend: openai`), and the command that installs it (`install`)."""
+
+    module: str
+    why: str
+    install: str
+
+
+def extra(name: str) -> str:
+    """The command that installs verifybench's optional extra `name`."""
+    return f"pip install 'verifybench[{name}]'"
+
+
+def missing(requirements: list[Requirement]) -> list[Requirement]:
+    """The requirements whose module this installation cannot import (found without importing it)."""
+    from importlib.util import find_spec
+
+    out = []
+    for r in requirements:
+        try:
+            found = find_spec(r.module) is not None
+        except ModuleNotFoundError:  # `a.b` whose package `a` is missing
+            found = False
+        except ValueError:  # loaded already, without a spec
+            found = True
+        if not found:
+            out.append(r)
+    return out
+
+
 def _register(read: dict[str, str]) -> None:
     """Register the values options read from the environment with the LLM layer's scrubber."""
     if read:
@@ -241,6 +273,13 @@ class Verifier(ABC):
         ship: a policy or a guard file that holds such options is refused unless the operator allows it
         (docs/trust.md). A verifier with an option that loads code (a model's own Python, a rules module
         from a folder) lists it here; the default is none."""
+        return []
+
+    @classmethod
+    def requirements(cls, options: Any) -> list[Requirement]:
+        """The modules of an optional extra these options (an `Options` object) need: a run checks them
+        before it scores a case, so a missing extra stops it naming the install command instead of giving
+        every case an error verdict. The default is none (the core installation has everything)."""
         return []
 
     @abstractmethod

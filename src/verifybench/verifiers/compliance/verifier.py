@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.verifiers.base import CaseVerifier, default_cache, operational
+from verifybench.verifiers.base import CaseVerifier, Requirement, default_cache, operational
 from verifybench.verifiers.compliance.criteria import LLMExtractor, RuleExtractor
 from verifybench.verifiers.compliance.matching import Audit
 from verifybench.verifiers.compliance.pipeline import OneStagePipeline, TwoStagePipeline
@@ -106,6 +106,10 @@ def _field(case: Case, path: str | None):
 class _ComplianceBase(CaseVerifier):
     Options = ComplianceOptions
     lazy = ("_pipeline",)
+
+    @classmethod
+    def requirements(cls, options: ComplianceOptions) -> list[Requirement]:
+        return options.llm.requirements("llm.") if options.extractor == "llm" and options.llm is not None else []
 
     def _extractor(self):
         o = self.options

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifybench.cases import Case, Unit, Verdict
-from verifybench.verifiers.base import ChosenCode, Verifier
+from verifybench.verifiers.base import ChosenCode, Requirement, Verifier
 from verifybench.verifiers.graph.claims import Claim, Rejection, display, gate1
 from verifybench.verifiers.graph.entailment import Checker, ClaimCheck
 from verifybench.verifiers.graph.pack import Pack, load_pack, shipped
@@ -99,6 +99,12 @@ class GraphVerifier(Verifier):
         folder = str(Path(options.domain).expanduser().resolve())
         return [ChosenCode("domain", folder, f"imports the rules module (Python) of the graph pack folder {folder}, "
                            "which is neither bundled with verifybench nor registered by an installed package")]
+
+    @classmethod
+    def requirements(cls, options: GraphOptions) -> list[Requirement]:
+        if options.claims == "from_response" and options.extractor == "llm":
+            return (options.llm or ExtractorLLM()).requirements("llm.")
+        return []
 
     @property
     def pack(self) -> Pack:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifybench.cases import Case, Unit, Verdict
 from verifybench.text.locate import locate_quote
-from verifybench.verifiers.base import Verifier, default_cache, operational
+from verifybench.verifiers.base import Requirement, Verifier, default_cache, operational
 from verifybench.verifiers.llm import Completion, LLMClient, LLMOptions, Prices, Usage, json_object
 
 TEMPLATE_FOR = (("summ", "summary"), ("dialog", "dialogue"), ("polic", "policy"), ("refund", "policy"),
@@ -174,9 +174,16 @@ class JudgeVerifier(Verifier):
 
     # --- parts built on first use -------------------------------------------------------------------
 
+    @classmethod
+    def requirements(cls, options: JudgeOptions) -> list[Requirement]:
+        return cls.model_options(options).requirements()
+
     def llm_options(self) -> LLMOptions:
         """The judge's model, in the LLM layer's terms."""
-        o = self.options
+        return self.model_options(self.options)
+
+    @staticmethod
+    def model_options(o: JudgeOptions) -> LLMOptions:
         return LLMOptions(backend=o.backend, model=o.model, base_url=o.base_url,
                           api_key_env=o.api_key_env, prices=o.prices, timeout_s=o.timeout_s, retries=o.retries,
                           backoff_s=o.backoff_s, max_backoff_s=o.max_backoff_s, cache_dir=o.cache_dir,

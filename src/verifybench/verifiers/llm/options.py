@@ -13,10 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifybench.verifiers.base import operational
-from verifybench.verifiers.llm.client import LLMClient
+from verifybench.verifiers.base import Requirement, extra, operational
+from verifybench.verifiers.llm.client import LLMClient, replay_only_from_env
 from verifybench.verifiers.llm.providers import make_backend
 from verifybench.verifiers.llm.retry import RetryPolicy
+from verifybench.verifiers.llm.server import BUNDLED
 from verifybench.verifiers.llm.usage import Prices
 
 
@@ -40,6 +41,21 @@ class LLMOptions(BaseModel):
         """The model runs on this machine: its tokens cost nothing."""
         return self.backend in ("local", "llamacpp")
 
+    def requirements(self, key: str = "") -> list[Requirement]:
+        """The modules of the judge extra this backend needs (`key`: where these options sit in a verifier's,
+        e.g. `llm.`); none for a replay-only client, which never makes its backend."""
+        if self.replay_only or replay_only_from_env():
+            return []
+        here = self.backend == "llamacpp" or (self.backend == "local" and self.base_url is None)  # a model file
+        needs = {"openai": ["openai"], "anthropic": ["anthropic"], "llamacpp": ["llama_cpp"], "local": ["openai"]}[
+            self.backend]
+        if self.backend == "local" and here:  # served by llama.cpp's server, started here
+            needs += ["httpx", *LLAMA_SERVER]
+        if here and self.model in BUNDLED:
+            needs.append(BUNDLED[self.model][0])
+        why = f"{key}backend: {self.backend}" + (f", {key}model: {self.model}" if self.model in BUNDLED else "")
+        return [Requirement(m, why, extra("judge")) for m in needs]
+
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(self.retries, self.backoff_s, self.max_backoff_s)
 
@@ -49,6 +65,10 @@ class LLMOptions(BaseModel):
         return LLMClient(partial(make_backend, self.backend, self.model, self.base_url, self.api_key_env),
                          self.retry_policy(), timeout_s=self.timeout_s, cache_dir=self.cache_dir,
                          replay_only=self.replay_only, key_kind=cache_kind(self.backend), key_model=self.model)
+
+
+# What `python -m llama_cpp.server` imports: llama-cpp-python's `server` extra, in the judge extra.
+LLAMA_SERVER = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
 
 def cache_kind(backend: str) -> str:
