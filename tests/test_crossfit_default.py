@@ -168,3 +168,21 @@ def test_an_interval_of_a_rate_stays_within_0_and_1():
     out = crossfit(y, s, alpha=0.05, n_boot=200)
     for m in ("precision", "recall", "f1"):
         assert 0 <= out["ci"][m][0] <= out["ci"][m][1] <= 1
+
+
+def test_a_group_stays_in_one_fold():
+    """HaluEval's pairs (one right, one hallucinated answer to a question) share `meta.group`: the run's
+    folds keep each pair together, as `crossfit(groups=...)` does."""
+    cases, verdicts = labeled(100)
+    for i, c in enumerate(cases):
+        c["meta"] = {"group": f"q{i // 2}"}
+    m = compute_metrics(cases, verdicts, Settings(n_boot=100))
+    order = np.argsort([-v.score for v in verdicts], kind="mergesort")
+    y = np.array([c["label"] for c in cases])[order]
+    s = np.array([v.score for v in verdicts])[order]
+    strata = np.array([c["doc_type"] for c in cases])[order]
+    groups = np.array([i // 2 for i in range(100)])[order]
+    with_groups = crossfit(y, s, strata=strata, groups=groups, alpha=0.05, n_boot=100)
+    without = crossfit(y, s, strata=strata, alpha=0.05, n_boot=100)
+    assert with_groups["confusion"] != without["confusion"]  # the premise: grouping changes the folds here
+    assert m["verifiers"]["v"]["overall"]["test"]["confusion"] == with_groups["confusion"]

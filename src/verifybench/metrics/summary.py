@@ -168,6 +168,8 @@ def frame(cases: list[dict] | pd.DataFrame, verdicts: list | pd.DataFrame, by: s
         "label": ct["label"].to_numpy(bool), "labeled": labeled, "role": pd.Categorical(roles),
         **{f"bd:{f}": _slices(ct, f) for f in breakdown},
     }
+    if int(labeled.sum()) < SPLIT_FROM:  # a run that may cross-fit keeps a group's cases in one fold
+        per_case["group"] = ct["group"].to_numpy()
     pos = positions(vt["case_id"], ct["id"]) if len(vt) else np.empty(0, np.int64)
     keep = pos >= 0
     if keep.all():
@@ -229,13 +231,14 @@ class Rows:
     cost: np.ndarray
     units: np.ndarray
     error: np.ndarray  # the error verdicts' messages (None on a scored row): what a refusal note quotes
+    group: np.ndarray | None = None  # `meta.group` codes, where the frame has them (small runs: see `frame`)
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, rows: np.ndarray | None = None) -> Rows:
         """The rows `rows` of `df` (default: all), with only the columns read here copied."""
         if rows is not None:
             cols = [c for c in ("score", "ok", "error", "label", "labeled", "slice", "role", "latency_ms",
-                                "latency_kind", "cost_usd", "units") if c in df]
+                                "latency_kind", "cost_usd", "units", "group") if c in df]
             df = df.iloc[rows, [df.columns.get_loc(c) for c in cols]]
 
         def column(name) -> pd.Series:
@@ -270,7 +273,7 @@ class Rows:
                    cal=cal[order],
                    test=test[order], slice=codes[order], slices=[str(n) for n in names],
                    latency=col("latency_ms"), latency_kind=kind, cost=col("cost_usd"), units=col("units"),
-                   error=error)
+                   error=error, group=column("group").to_numpy()[order] if "group" in df else None)
 
 
 def _operating_point(r: Rows, mask: np.ndarray, threshold: float, s: Settings, with_ci: bool) -> dict[str, Any]:
@@ -511,13 +514,15 @@ def _crossfit_point(r: Rows, mask: np.ndarray, c: dict[str, int], ci: dict[str, 
 
 def _crossfit_fits(r: Rows, s: Settings) -> dict[Any, dict[str, Any]]:
     """One verifier's cross-fitted fits: OVERALL -> `crossfit` of its scored labeled cases (folds
-    stratified by label and slice), slice code -> `crossfit_pooled` over the same folds."""
+    stratified by label and slice, a `meta.group` in one fold), slice code -> `crossfit_pooled` over the
+    same folds."""
     lab = r.labeled & r.ok
     y, sc, sl = r.label[lab], r.score[lab], r.slice[lab]
-    whole = crossfit(y, sc, s.target, seed=s.seed, strata=sl, alpha=CROSSFIT_ALPHA, n_boot=s.n_boot)
+    g = r.group[lab] if r.group is not None else None
+    whole = crossfit(y, sc, s.target, seed=s.seed, groups=g, strata=sl, alpha=CROSSFIT_ALPHA, n_boot=s.n_boot)
     out: dict[Any, dict[str, Any]] = {OVERALL: whole}
     if whole["threshold"] is not None and not whole.get("estimate_withheld"):
-        fold = folds(y, whole["k"], s.seed, None, sl)  # crossfit's own folds: same cases, order and seed
+        fold = folds(y, whole["k"], s.seed, g, sl)  # crossfit's own folds: same cases, order and seed
         out.update(crossfit_pooled(y, sc, sl, fold, s.target))
     return out
 
