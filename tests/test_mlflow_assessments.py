@@ -43,7 +43,7 @@ def store(tmp_path, monkeypatch, mlflow_empty_store):
 def _run(tmp_path, rows, name="support"):
     data = write(tmp_path / f"{name}.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n")
     suite = parse_suite({"name": name, "dataset": {"loader": "jsonl", "path": str(data)},
-                         "verifiers": ["rouge"], "metrics": {"min_per_class": 2}}, tmp_path,
+                         "verifiers": ["rouge"], "metrics": {"min_per_class": 2, "estimate": "split"}}, tmp_path,
                         where=str(tmp_path / f"{name}.yaml"))
     return api.run(suite, out=tmp_path / f"run-{name}", progress=False)
 
