@@ -11,6 +11,7 @@ import yaml
 from conftest import write
 from typer.testing import CliRunner
 
+from helpers.answers import swapped_answers
 from verifybench.cases import Verdict
 from verifybench.cli import app
 from verifybench.metrics import Settings
@@ -130,16 +131,8 @@ def cli(*args):
 def test_a_team_with_100_labeled_answers_gets_a_policy_from_the_cli(tmp_path):
     """The issue's user: 100 labeled answers in a file, the README's two commands: `run` prints a threshold
     and cross-fitted numbers, `thresholds --out` writes a policy with a threshold per doc type."""
-    rng = np.random.default_rng(7)
-    words = [f"w{i}" for i in range(200)]
-    rows = []
-    for i in range(100):
-        source = list(rng.choice(words, 20))
-        answer = source[: int(rng.integers(8, 16))]
-        swapped = rng.random(len(answer)) < (0.45 if i % 2 else 0.2)
-        answer = [str(rng.choice(words)) if s else w for w, s in zip(answer, swapped, strict=True)]
-        rows.append({"id": f"c{i:03d}", "response": " ".join(answer), "sources": [" ".join(source)],
-                     "label": i % 2, "doc_type": ["billing", "roaming"][i % 2 if i < 50 else (i // 2) % 2]})
+    rows = [{**c, "doc_type": ["billing", "roaming"][i % 2 if i < 50 else (i // 2) % 2]}
+            for i, c in enumerate(swapped_answers(100, seed=7, faithful=0.2))]
     data = write(tmp_path / "cases.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     suite = write(tmp_path / "s.yaml", yaml.safe_dump({"name": "t", "dataset": {"loader": "jsonl", "path": str(data),
                                                                                 "fields": {"doc_type": "doc_type"}},
@@ -186,3 +179,18 @@ def test_a_group_stays_in_one_fold():
     without = crossfit(y, s, strata=strata, alpha=0.05, n_boot=100)
     assert with_groups["confusion"] != without["confusion"]  # the premise: grouping changes the folds here
     assert m["verifiers"]["v"]["overall"]["test"]["confusion"] == with_groups["confusion"]
+
+
+def test_the_gates_refit_thresholds_are_the_cross_fitted_ones():
+    """`fitted_thresholds` (the gate's refit column) skips the intervals but fits what `evaluate` fits,
+    pooled slices included."""
+    from verifybench.metrics.summary import evaluate, fitted_thresholds, frame
+
+    cases, verdicts = labeled(100)
+    s = Settings(n_boot=100)
+    f = frame(cases, verdicts)
+    full = evaluate(f, s)["verifiers"]["v"]
+    assert {sm["threshold"]["kind"] for sm in full["slices"].values()} == {"pooled"}
+    expected = {"all": full["overall"]["threshold"]["value"],
+                **{k: sm["threshold"]["value"] for k, sm in full["slices"].items()}}
+    assert fitted_thresholds(f, s) == {"v": expected}

@@ -7,32 +7,21 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import yaml
 from conftest import write
 from typer.testing import CliRunner
 
+from helpers.answers import swapped_answers
 from verifybench.cli import app
 
 N = 100
 
 
 def cases() -> list[dict]:
-    """100 support answers (seeded), half hallucinated: a hallucinated answer swaps more of its source's
-    words for others, so rouge ranks them imperfectly, but no threshold can be fitted on 50 calibration
-    cases."""
-    rng = np.random.default_rng(44)
-    words = [f"w{i}" for i in range(200)]
-    out = []
-    for i in range(N):
-        source = list(rng.choice(words, 20))
-        label = i % 2
-        answer = source[: int(rng.integers(8, 16))]
-        swapped = rng.random(len(answer)) < (0.45 if label else 0.25)
-        answer = [str(rng.choice(words)) if s else w for w, s in zip(answer, swapped, strict=True)]
-        out.append({"id": f"c{i:03d}", "response": " ".join(answer), "sources": [" ".join(source)], "label": label})
-    return out
+    """100 support answers (seeded), half hallucinated: rouge ranks them imperfectly, but no threshold can
+    be fitted on 50 calibration cases."""
+    return swapped_answers(N)
 
 
 def cli(*args):

@@ -9,10 +9,10 @@ import json
 import re
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from conftest import write
 
+from helpers.answers import swapped_answers
 from verifybench import api
 from verifybench.reporting.findings import best, findings
 from verifybench.suite import parse_suite
@@ -21,20 +21,10 @@ N = 100
 
 
 def cases() -> list[dict]:
-    """100 answers (seeded), half hallucinated: a hallucinated answer swaps more of its source's words, so
-    rouge and bleu rank them imperfectly; two doc types, and a meta field to break the flags down by."""
-    rng = np.random.default_rng(44)
-    words = [f"w{i}" for i in range(200)]
-    out = []
-    for i in range(N):
-        source = list(rng.choice(words, 20))
-        label = i % 2
-        answer = source[: int(rng.integers(8, 16))]
-        swapped = rng.random(len(answer)) < (0.5 if label else 0.2)
-        answer = [str(rng.choice(words)) if s else w for w, s in zip(answer, swapped, strict=True)]
-        out.append({"id": f"c{i:03d}", "response": " ".join(answer), "sources": [" ".join(source)], "label": label,
-                    "doc_type": ("faq", "order")[i % 4 // 2], "meta": {"error_type": "swap" if label else "none"}})
-    return out
+    """100 answers (seeded), half hallucinated: rouge and bleu rank them imperfectly; two doc types, and a
+    meta field to break the flags down by."""
+    return [{**c, "doc_type": ("faq", "order")[i % 4 // 2], "meta": {"error_type": "swap" if c["label"] else "none"}}
+            for i, c in enumerate(swapped_answers(N, hallucinated=0.5, faithful=0.2))]
 
 
 def run(tmp, metrics: dict) -> SimpleNamespace:
