@@ -512,14 +512,16 @@ def _crossfit_point(r: Rows, mask: np.ndarray, c: dict[str, int], ci: dict[str, 
             "ci": ci, "estimate": how}
 
 
-def _crossfit_fits(r: Rows, s: Settings) -> dict[Any, dict[str, Any]]:
+def _crossfit_fits(r: Rows, s: Settings, thresholds_only: bool = False) -> dict[Any, dict[str, Any]]:
     """One verifier's cross-fitted fits: OVERALL -> `crossfit` of its scored labeled cases (folds
     stratified by label and slice, a `meta.group` in one fold), slice code -> `crossfit_pooled` over the
-    same folds."""
+    same folds. `thresholds_only`: the thresholds are all the caller reads (they do not depend on the
+    interval method), so the intervals come from the counts alone, without the resampled refits."""
     lab = r.labeled & r.ok
     y, sc, sl = r.label[lab], r.score[lab], r.slice[lab]
     g = r.group[lab] if r.group is not None else None
-    whole = crossfit(y, sc, s.target, seed=s.seed, groups=g, strata=sl, alpha=CROSSFIT_ALPHA, n_boot=s.n_boot)
+    whole = crossfit(y, sc, s.target, seed=s.seed, groups=g, strata=sl, alpha=CROSSFIT_ALPHA, n_boot=s.n_boot,
+                     method="jeffreys" if thresholds_only else "spread")
     out: dict[Any, dict[str, Any]] = {OVERALL: whole}
     if whole["threshold"] is not None and not whole.get("estimate_withheld"):
         fold = folds(y, whole["k"], s.seed, g, sl)  # crossfit's own folds: same cases, order and seed
@@ -706,7 +708,7 @@ def fitted_thresholds(df: pd.DataFrame, s: Settings) -> dict[str, dict[str, floa
         fits: dict[Any, dict[str, Any]] = {}
         if s.estimate == "crossfit":
             r = replace(r, cal=r.labeled)
-            fits = _crossfit_fits(r, s)
+            fits = _crossfit_fits(r, s, thresholds_only=True)
         overall = _threshold(r, r.labeled, s, vid, OVERALL, None, fits.get(OVERALL))  # labeled, as slice_metrics
         out[str(vid)] = {OVERALL: overall["value"]}
         for i, key in enumerate(r.slices):
