@@ -123,6 +123,17 @@ def test_a_v0_1_policy_and_guard_file_are_read_as_their_legacy_format():
     assert (g.kind, g.format, g.checks, g.action) == ("verifybench.guard", GuardSpec.VERSION, ["rouge", "bleu"], "block")
 
 
+def test_a_format_2_policy_is_read_with_its_thresholds_as_written():
+    """The policy format before cross-fitted runs (tests/fixtures/formats/policy-format2): read as today's
+    format, every threshold as the file gives it."""
+    path = ROOT / "tests" / "fixtures" / "formats" / "policy-format2" / "policy.yaml"
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert raw["format"] == 2 and Policy.VERSION == 3
+    p = Policy.read(path)
+    assert (p.format, p.by, p.estimate) == (Policy.VERSION, "doc_type", None)
+    assert p.mapping() == {v: {k: e["threshold"] for k, e in rows.items()} for v, rows in raw["thresholds"].items()}
+
+
 def test_a_guard_built_from_the_v0_1_files_decides_as_0_1_did(tmp_path):
     """The same guard hash, policy hash, scores and actions as the decision log 0.1 wrote through them."""
     from verifybench.guard import Guard
@@ -307,5 +318,5 @@ def test_the_commands_refuse_a_newer_baseline_and_policy_by_name(v01, tmp_path):
 
     from verifybench.guard import Guard, GuardError
 
-    with pytest.raises(GuardError, match="verifybench.policy format 3, written by verifybench 9.0.0"):
+    with pytest.raises(GuardError, match=f"verifybench.policy format {Policy.VERSION + 1}, written by verifybench 9.0.0"):
         Guard(policy, log_dir=False)

@@ -121,11 +121,13 @@ class Policy(Stored):
     """A threshold policy: verifier x slice -> threshold, with where each came from and what it scored."""
 
     KIND = "verifybench.policy"
-    VERSION = 2
+    VERSION = 3
     # Format 1 (verifybench 0.1) had no kind and no writer; a hand-written policy naming no format is
-    # read as format 1. 1 -> 2: nothing else changed.
+    # read as format 1. 1 -> 2: nothing else changed. 2 -> 3: optional keys of cross-fitted runs
+    # (`estimate`, an entry's `weight`, a test split's `estimate`), so a release that predates them says
+    # "written by a newer verifybench" instead of "unknown key".
     LEGACY = 1
-    MIGRATIONS = {1: lambda doc: doc}
+    MIGRATIONS = {1: lambda doc: doc, 2: lambda doc: doc}
     TITLE = "thresholds per verifier and slice, for `run --policy`, `baseline --policy` and a guard"
     LEGACY_KEYS: ClassVar[tuple[str, ...]] = ("by", "thresholds")
 
